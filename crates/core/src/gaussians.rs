@@ -1,0 +1,132 @@
+//! The scene: Gaussians as a structure of arrays.
+//!
+//! Each Gaussian has a mean, log-scales (`scale = exp(log_scale)`), an unnormalized rotation quaternion
+//! `(w, x, y, z)`, an opacity logit (`opacity = sigmoid(logit)`) and spherical-harmonics colour coefficients
+//! of degree 0..=3. The DC coefficient is `sh_dc`; the others (`K - 1` per channel, `K = (degree + 1)^2`)
+//! are in `sh_rest`, laid out `[gaussian][coefficient][channel]`. These are exactly the optimized
+//! parameters, stored the way the INRIA PLY stores them.
+
+use crate::Real;
+
+/// Number of SH coefficients per channel for a degree: 1, 4, 9 or 16.
+pub const fn sh_coeffs_for_degree(degree: usize) -> usize {
+    (degree + 1) * (degree + 1)
+}
+
+/// Largest supported SH degree.
+pub const MAX_SH_DEGREE: usize = 3;
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Gaussians<F = f32> {
+    pub means: Vec<[F; 3]>,
+    pub log_scales: Vec<[F; 3]>,
+    /// Unnormalized `(w, x, y, z)`.
+    pub rotations: Vec<[F; 4]>,
+    pub opacity_logits: Vec<F>,
+    pub sh_dc: Vec<[F; 3]>,
+    /// `[gaussian][coefficient 1..K][channel]`, flattened.
+    pub sh_rest: Vec<F>,
+    /// SH degree of the stored coefficients (0..=3).
+    pub sh_degree: usize,
+}
+
+impl<F: Real> Gaussians<F> {
+    /// An empty scene with the given SH degree.
+    pub fn new(sh_degree: usize) -> Self {
+        assert!(sh_degree <= MAX_SH_DEGREE, "SH degree {sh_degree} > 3");
+        Gaussians {
+            sh_degree,
+            ..Default::default()
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.means.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.means.is_empty()
+    }
+
+    /// SH coefficients per channel, `K`.
+    pub fn sh_coeffs(&self) -> usize {
+        sh_coeffs_for_degree(self.sh_degree)
+    }
+
+    /// Number of `sh_rest` values per Gaussian, `3 (K - 1)`.
+    pub fn sh_rest_len(&self) -> usize {
+        3 * (self.sh_coeffs() - 1)
+    }
+
+    /// The `sh_rest` values of Gaussian `i`, `[coefficient][channel]`.
+    pub fn sh_rest_of(&self, i: usize) -> &[F] {
+        let n = self.sh_rest_len();
+        &self.sh_rest[i * n..(i + 1) * n]
+    }
+
+    /// Appends one Gaussian. `sh_rest` must hold `3 (K - 1)` values.
+    pub fn push(
+        &mut self,
+        mean: [F; 3],
+        log_scale: [F; 3],
+        rotation: [F; 4],
+        opacity_logit: F,
+        sh_dc: [F; 3],
+        sh_rest: &[F],
+    ) {
+        assert_eq!(sh_rest.len(), self.sh_rest_len(), "sh_rest length");
+        self.means.push(mean);
+        self.log_scales.push(log_scale);
+        self.rotations.push(rotation);
+        self.opacity_logits.push(opacity_logit);
+        self.sh_dc.push(sh_dc);
+        self.sh_rest.extend_from_slice(sh_rest);
+    }
+
+    /// Checks that every array has the length the count and degree imply.
+    pub fn check_consistent(&self) -> Result<(), String> {
+        let n = self.len();
+        let checks = [
+            ("log_scales", self.log_scales.len(), n),
+            ("rotations", self.rotations.len(), n),
+            ("opacity_logits", self.opacity_logits.len(), n),
+            ("sh_dc", self.sh_dc.len(), n),
+            ("sh_rest", self.sh_rest.len(), n * self.sh_rest_len()),
+        ];
+        for (name, got, want) in checks {
+            if got != want {
+                return Err(format!("{name} has {got} values, expected {want}"));
+            }
+        }
+        if self.sh_degree > MAX_SH_DEGREE {
+            return Err(format!("SH degree {} > {MAX_SH_DEGREE}", self.sh_degree));
+        }
+        Ok(())
+    }
+
+    /// Converts every parameter to another scalar type.
+    pub fn cast<G: Real>(&self) -> Gaussians<G> {
+        let c = |x: F| G::c(x.as_f64());
+        Gaussians {
+            means: self.means.iter().map(|v| v.map(c)).collect(),
+            log_scales: self.log_scales.iter().map(|v| v.map(c)).collect(),
+            rotations: self.rotations.iter().map(|v| v.map(c)).collect(),
+            opacity_logits: self.opacity_logits.iter().map(|&v| c(v)).collect(),
+            sh_dc: self.sh_dc.iter().map(|v| v.map(c)).collect(),
+            sh_rest: self.sh_rest.iter().map(|&v| c(v)).collect(),
+            sh_degree: self.sh_degree,
+        }
+    }
+}
+
+/// `1 / (1 + exp(-x))`.
+#[inline]
+pub fn sigmoid<F: Real>(x: F) -> F {
+    F::one() / (F::one() + (-x).exp())
+}
+
+/// `log(p / (1 - p))`.
+#[inline]
+pub fn logit<F: Real>(p: F) -> F {
+    (p / (F::one() - p)).ln()
+}

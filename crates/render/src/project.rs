@@ -1,0 +1,204 @@
+//! The project stage: from 3D Gaussians to screen-space ellipses (EWA splatting).
+//!
+//! For each Gaussian:
+//! - `p = R mean + t` (camera space); culled when `p.z <= 0.2` (the near plane).
+//! - `Sigma = M M^T` with `M = R_q diag(exp(log_scale))`, `R_q` from the normalized quaternion.
+//! - `Sigma2D = T Sigma T^T + 0.3 I` with `T = J R` and `J` the Jacobian of the perspective map at `p`, built
+//!   from `x/z` and `y/z` clamped to `1.3 tan(half fov)` (so Gaussians far outside the view do not explode).
+//!   The `0.3` px dilation is the original low-pass filter.
+//! - conic = `Sigma2D^-1`; culled when `det(Sigma2D) <= 0` (degenerate) or anything is not finite.
+//! - radius = `ceil(3 sqrt(lambda_max))`, `lambda_max = mid + sqrt(max(0.1, mid^2 - det))`; the Gaussian is
+//!   listed in the tiles its square `[u +- r] x [v +- r]` touches and culled when that is none.
+//! - opacity = `sigmoid(logit)`; colour from [`crate::sh`].
+
+use splat_core::math::{cast3, cast_mat3, mat3_vec, matmul, quat_to_mat, transpose, Mat3, Vec3};
+use splat_core::{sigmoid, Camera, Gaussians, Real, TileGrid, TileRect};
+
+use crate::sh::{active_coeffs, color};
+use crate::types::{Projected, RenderSettings};
+
+/// Gaussians with camera-space depth at or below this are culled.
+pub const NEAR_PLANE: f64 = 0.2;
+/// Added to the diagonal of the 2D covariance (pixels squared).
+pub const DILATION: f64 = 0.3;
+/// `x/z`, `y/z` are clamped to this many times `tan(half fov)` before building the Jacobian.
+pub const FOV_CLAMP: f64 = 1.3;
+
+/// The camera converted to the stage's scalar type.
+#[derive(Clone, Copy, Debug)]
+pub struct CameraParams<F> {
+    pub rotation: Mat3<F>,
+    pub translation: Vec3<F>,
+    pub center: Vec3<F>,
+    pub fx: F,
+    pub fy: F,
+    pub cx: F,
+    pub cy: F,
+    pub lim_x: F,
+    pub lim_y: F,
+}
+
+impl<F: Real> CameraParams<F> {
+    pub fn new(cam: &Camera) -> Self {
+        let (tx, ty) = cam.tan_half_fov();
+        CameraParams {
+            rotation: cast_mat3(&cam.rotation),
+            translation: cast3(cam.translation),
+            center: cast3(cam.center()),
+            fx: F::c(cam.fx),
+            fy: F::c(cam.fy),
+            cx: F::c(cam.cx),
+            cy: F::c(cam.cy),
+            lim_x: F::c(FOV_CLAMP * tx),
+            lim_y: F::c(FOV_CLAMP * ty),
+        }
+    }
+}
+
+/// Intermediate values of one Gaussian's projection, shared by the forward and the backward.
+#[derive(Clone, Copy, Debug)]
+pub struct Geometry<F> {
+    /// Camera-space mean.
+    pub p: Vec3<F>,
+    /// Normalized quaternion and the norm it had.
+    pub quat: [F; 4],
+    pub quat_norm: F,
+    pub rot: Mat3<F>,
+    pub scales: Vec3<F>,
+    /// `M = R_q S`.
+    pub m: Mat3<F>,
+    pub sigma: Mat3<F>,
+    /// `x/z` and `y/z` after clamping, and whether each was inside the clamp range.
+    pub xz: F,
+    pub yz: F,
+    pub x_in: bool,
+    pub y_in: bool,
+    /// `T = J R` (2 x 3).
+    pub t: [[F; 3]; 2],
+    /// Dilated 2D covariance `(a, b, c)`.
+    pub cov2d: [F; 3],
+}
+
+/// Computes the projection geometry; `None` when the Gaussian is behind the near plane.
+#[inline]
+pub fn geometry<F: Real>(
+    mean: Vec3<F>,
+    log_scale: Vec3<F>,
+    rotation: [F; 4],
+    cam: &CameraParams<F>,
+) -> Option<Geometry<F>> {
+    let pr = mat3_vec(&cam.rotation, mean);
+    let p = [
+        pr[0] + cam.translation[0],
+        pr[1] + cam.translation[1],
+        pr[2] + cam.translation[2],
+    ];
+    // Also rejects NaN depths.
+    if !(p[2] > F::c(NEAR_PLANE)) {
+        return None;
+    }
+    let quat_norm = rotation.iter().fold(F::zero(), |s, &v| s + v * v).sqrt();
+    let quat = rotation.map(|v| v / quat_norm);
+    let rot = quat_to_mat(quat);
+    let scales = log_scale.map(|v| v.exp());
+    let m: Mat3<F> = std::array::from_fn(|i| std::array::from_fn(|j| rot[i][j] * scales[j]));
+    let sigma = matmul(&m, &transpose(&m));
+
+    let z = p[2];
+    let (rx, ry) = (p[0] / z, p[1] / z);
+    let x_in = rx >= -cam.lim_x && rx <= cam.lim_x;
+    let y_in = ry >= -cam.lim_y && ry <= cam.lim_y;
+    let xz = rx.max(-cam.lim_x).min(cam.lim_x);
+    let yz = ry.max(-cam.lim_y).min(cam.lim_y);
+    let j = [
+        [cam.fx / z, F::zero(), -cam.fx * xz / z],
+        [F::zero(), cam.fy / z, -cam.fy * yz / z],
+    ];
+    let t = matmul(&j, &cam.rotation);
+    let cov = matmul(&matmul(&t, &sigma), &transpose(&t));
+    let dil = F::c(DILATION);
+    Some(Geometry {
+        p,
+        quat,
+        quat_norm,
+        rot,
+        scales,
+        m,
+        sigma,
+        xz,
+        yz,
+        x_in,
+        y_in,
+        t,
+        cov2d: [cov[0][0] + dil, cov[0][1], cov[1][1] + dil],
+    })
+}
+
+/// The 3-sigma radius of a 2D covariance `(a, b, c)` with determinant `det`.
+#[inline]
+pub fn radius_of<F: Real>(cov2d: [F; 3], det: F) -> F {
+    let mid = F::c(0.5) * (cov2d[0] + cov2d[2]);
+    let lambda = mid + (mid * mid - det).max(F::c(0.1)).sqrt();
+    (F::c(3.0) * lambda.sqrt()).ceil()
+}
+
+/// Projects every Gaussian (and evaluates its colour) into `out`.
+pub fn project<F: Real>(
+    gaussians: &Gaussians<F>,
+    camera: &Camera,
+    settings: &RenderSettings,
+    out: &mut Projected<F>,
+) {
+    let n = gaussians.len();
+    out.resize(n);
+    let cam = CameraParams::<F>::new(camera);
+    let grid = TileGrid::new(camera.width, camera.height);
+    let coeffs = active_coeffs(settings.sh_degree, gaussians.sh_degree);
+    for i in 0..n {
+        out.radii[i] = 0;
+        out.tile_rects[i] = TileRect::default();
+        let Some(geo) = geometry(
+            gaussians.means[i],
+            gaussians.log_scales[i],
+            gaussians.rotations[i],
+            &cam,
+        ) else {
+            continue;
+        };
+        let [a, b, c] = geo.cov2d;
+        let det = a * c - b * b;
+        if !(det > F::zero()) {
+            continue;
+        }
+        let conic = [c / det, -b / det, a / det];
+        let radius = radius_of(geo.cov2d, det);
+        let z = geo.p[2];
+        let u = cam.fx * geo.p[0] / z + cam.cx;
+        let v = cam.fy * geo.p[1] / z + cam.cy;
+        let finite = [u, v, radius, conic[0], conic[1], conic[2]]
+            .iter()
+            .all(|x| x.is_finite());
+        if !finite {
+            continue;
+        }
+        let rect = TileRect::around(u.as_f64(), v.as_f64(), radius.as_f64(), &grid);
+        if rect.is_empty() {
+            continue;
+        }
+        let (rgb, clamped) = color(
+            gaussians.means[i],
+            gaussians.sh_dc[i],
+            gaussians.sh_rest_of(i),
+            coeffs,
+            cam.center,
+        );
+        out.means2d[i] = [u, v];
+        out.conics[i] = conic;
+        out.depths[i] = z;
+        out.radii[i] = radius.as_f64().min(u32::MAX as f64).max(1.0) as u32;
+        out.tile_rects[i] = rect;
+        out.opacities[i] = sigmoid(gaussians.opacity_logits[i]);
+        out.colors[i] = rgb;
+        out.color_clamped[i] = clamped;
+    }
+}

@@ -1,0 +1,117 @@
+//! The project backward stage: from gradients of the screen-space quantities to gradients of every
+//! parameter (means, log-scales, quaternions, opacity logits, SH coefficients).
+//!
+//! Chain, for one visible Gaussian (symmetric matrices carry their gradient as a symmetric matrix `G` with
+//! `dL = <G, dX>`):
+//! - conic `Q = Sigma2D^-1`: `G_Sigma2D = -Q G_Q Q`;
+//! - `Sigma2D = T Sigma T^T (+0.3 I)`: `G_Sigma = T^T G T`, `G_T = 2 G T Sigma`;
+//! - `Sigma = M M^T`: `G_M = 2 G_Sigma M`; `M = R_q S`: `G_S = diag(R_q^T G_M)`, `G_Rq = G_M S`;
+//! - `T = J R`: `G_J = G_T R^T`; `J` depends on the camera-space mean (through `x/z`, `y/z` only where they
+//!   are inside the clamp range);
+//! - the 2D mean `u = fx x / z + cx`; the colour through the view direction ([`crate::sh::color_backward`]).
+
+use splat_core::math::{mat3_t_vec, matmul, normalize_backward, quat_to_mat_backward, transpose};
+use splat_core::{Camera, Gaussians, Real};
+
+use crate::project::{geometry, CameraParams};
+use crate::sh::{active_coeffs, color_backward};
+use crate::types::{reset_grads, GaussianGrads, Projected, ProjectedGrads, RenderSettings};
+
+/// Writes into `out` (resized to the scene) the gradients of every parameter.
+pub fn project_backward<F: Real>(
+    gaussians: &Gaussians<F>,
+    camera: &Camera,
+    settings: &RenderSettings,
+    projected: &Projected<F>,
+    grads: &ProjectedGrads<F>,
+    out: &mut GaussianGrads<F>,
+) {
+    reset_grads(out, gaussians);
+    let cam = CameraParams::<F>::new(camera);
+    let coeffs = active_coeffs(settings.sh_degree, gaussians.sh_degree);
+    let rest_len = gaussians.sh_rest_len();
+    let two = F::c(2.0);
+    for i in 0..gaussians.len() {
+        if projected.radii[i] == 0 {
+            continue;
+        }
+        let geo = geometry(
+            gaussians.means[i],
+            gaussians.log_scales[i],
+            gaussians.rotations[i],
+            &cam,
+        )
+        .expect("a visible Gaussian has a geometry");
+
+        // Conic -> 2D covariance.
+        let q = projected.conics[i];
+        let gq = grads.grad_conics[i];
+        let qm = [[q[0], q[1]], [q[1], q[2]]];
+        let gqm = [[gq[0], gq[1] / two], [gq[1] / two, gq[2]]];
+        let g_cov2 = matmul(&matmul(&qm, &gqm), &qm).map(|r| r.map(|v| -v));
+
+        // 2D covariance -> 3D covariance and T.
+        let t = geo.t;
+        let g_sigma = matmul(&matmul(&transpose(&t), &g_cov2), &t);
+        let g_t = matmul(&matmul(&g_cov2, &t), &geo.sigma).map(|r| r.map(|v| two * v));
+
+        // 3D covariance -> scale and rotation.
+        let g_m = matmul(&g_sigma, &geo.m).map(|r| r.map(|v| two * v));
+        let mut g_rot = [[F::zero(); 3]; 3];
+        for r in 0..3 {
+            for c in 0..3 {
+                g_rot[r][c] = g_m[r][c] * geo.scales[c];
+                out.log_scales[i][c] += g_m[r][c] * geo.rot[r][c] * geo.scales[c];
+            }
+        }
+        let g_quat_n = quat_to_mat_backward(geo.quat, &g_rot);
+        out.rotations[i] = normalize_backward(geo.quat, geo.quat_norm, g_quat_n);
+
+        // T = J R -> J -> camera-space mean.
+        let g_j = matmul(&g_t, &transpose(&cam.rotation));
+        let [x, y, z] = geo.p;
+        let z2 = z * z;
+        let mut gp = [F::zero(); 3];
+        gp[2] += g_j[0][0] * (-cam.fx / z2) + g_j[1][1] * (-cam.fy / z2);
+        gp[2] += g_j[0][2] * cam.fx * geo.xz / z2 + g_j[1][2] * cam.fy * geo.yz / z2;
+        let g_xz = g_j[0][2] * (-cam.fx / z);
+        let g_yz = g_j[1][2] * (-cam.fy / z);
+        if geo.x_in {
+            gp[0] += g_xz / z;
+            gp[2] -= g_xz * x / z2;
+        }
+        if geo.y_in {
+            gp[1] += g_yz / z;
+            gp[2] -= g_yz * y / z2;
+        }
+
+        // 2D mean.
+        let [gu, gv] = grads.grad_means2d[i];
+        gp[0] += gu * cam.fx / z;
+        gp[1] += gv * cam.fy / z;
+        gp[2] -= (gu * cam.fx * x + gv * cam.fy * y) / z2;
+
+        let mut g_mean = mat3_t_vec(&cam.rotation, gp);
+
+        // Opacity.
+        let o = projected.opacities[i];
+        out.opacity_logits[i] = grads.grad_opacities[i] * o * (F::one() - o);
+
+        // Colour.
+        let g_dir_mean = color_backward(
+            gaussians.means[i],
+            gaussians.sh_dc[i],
+            gaussians.sh_rest_of(i),
+            coeffs,
+            cam.center,
+            grads.grad_colors[i],
+            projected.color_clamped[i],
+            &mut out.sh_dc[i],
+            &mut out.sh_rest[i * rest_len..(i + 1) * rest_len],
+        );
+        for k in 0..3 {
+            g_mean[k] += g_dir_mean[k];
+        }
+        out.means[i] = g_mean;
+    }
+}

@@ -1,0 +1,92 @@
+//! The rasterize forward stage: front-to-back alpha blending, tile by tile.
+//!
+//! For each pixel (centre `p`) and each Gaussian of its tile's list in order, with `d = mean2d - p` and conic
+//! `(a, b, c)`:
+//! `power = -0.5 (a dx^2 + c dy^2) - b dx dy`; skip if `power > 0`;
+//! `alpha = min(0.99, opacity exp(power))`; skip if `alpha < 1/255`;
+//! stop before the step that would bring `T` below `1e-4`; otherwise `C += colour alpha T`, `T *= 1 - alpha`.
+//! Finally `C += T background`. The final `T` and the count of list entries up to the last blended one are
+//! kept for the backward.
+
+use splat_core::{Real, TileGrid};
+
+use crate::types::{Bins, Cutoffs, Projected, RasterOutput, RenderSettings};
+
+/// The cutoffs converted to the stage's scalar type.
+#[derive(Clone, Copy, Debug)]
+pub struct CutoffsF<F> {
+    pub alpha_min: F,
+    pub alpha_max: F,
+    pub transmittance_min: F,
+}
+
+impl<F: Real> CutoffsF<F> {
+    pub fn new(c: &Cutoffs) -> Self {
+        CutoffsF {
+            alpha_min: F::c(c.alpha_min),
+            alpha_max: F::c(c.alpha_max),
+            transmittance_min: F::c(c.transmittance_min),
+        }
+    }
+}
+
+/// `power` of a Gaussian at offset `d = mean2d - pixel`.
+#[inline(always)]
+pub fn gaussian_power<F: Real>(conic: [F; 3], d: [F; 2]) -> F {
+    F::c(-0.5) * (conic[0] * d[0] * d[0] + conic[2] * d[1] * d[1]) - conic[1] * d[0] * d[1]
+}
+
+/// Renders `projected` with the tile lists in `bins` into `out`, writing every pixel.
+pub fn rasterize_forward<F: Real>(
+    projected: &Projected<F>,
+    bins: &Bins,
+    grid: &TileGrid,
+    settings: &RenderSettings,
+    out: &mut RasterOutput<F>,
+) {
+    out.resize(grid.width, grid.height);
+    let cut = CutoffsF::<F>::new(&settings.cutoffs);
+    let bg = settings.background.map(|v| F::c(v as f64));
+    for tile in 0..grid.num_tiles() {
+        let [start, end] = bins.tile_ranges[tile];
+        let list = &bins.gaussian_ids[start as usize..end as usize];
+        let (x0, y0, x1, y1) = grid.tile_pixels(tile);
+        for py in y0..y1 {
+            for px in x0..x1 {
+                let pix = [F::c(px as f64 + 0.5), F::c(py as f64 + 0.5)];
+                let mut t = F::one();
+                let mut rgb = [F::zero(); 3];
+                let mut last = 0u32;
+                for (k, &id) in list.iter().enumerate() {
+                    let id = id as usize;
+                    let m = projected.means2d[id];
+                    let power =
+                        gaussian_power(projected.conics[id], [m[0] - pix[0], m[1] - pix[1]]);
+                    if power > F::zero() {
+                        continue;
+                    }
+                    let alpha = (projected.opacities[id] * power.exp()).min(cut.alpha_max);
+                    if alpha < cut.alpha_min {
+                        continue;
+                    }
+                    let next_t = t * (F::one() - alpha);
+                    if next_t < cut.transmittance_min {
+                        break;
+                    }
+                    let c = projected.colors[id];
+                    for ch in 0..3 {
+                        rgb[ch] += c[ch] * alpha * t;
+                    }
+                    t = next_t;
+                    last = k as u32 + 1;
+                }
+                let pixel = py as usize * grid.width as usize + px as usize;
+                for ch in 0..3 {
+                    out.image[pixel * 3 + ch] = rgb[ch] + t * bg[ch];
+                }
+                out.final_transmittance[pixel] = t;
+                out.n_contrib[pixel] = last;
+            }
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! Buffers passed between stages. Every stage writes into a caller-owned buffer, resizing it to the
+//! problem size; capacity is kept, so a steady-state loop allocates nothing once buffers have grown.
+
+use splat_core::{Gaussians, Real, TileRect};
+
+/// Thresholds of the blending rule. [`Cutoffs::ORIGINAL`] is the original 3DGS rule and the default;
+/// [`Cutoffs::SMOOTH`] switches the discontinuous cuts off, which only gradient tests use (the rendered
+/// function is then smooth almost everywhere, so finite differences can check it anywhere).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cutoffs {
+    /// A Gaussian is skipped at a pixel where its alpha is below this (1/255).
+    pub alpha_min: f64,
+    /// Alpha is clamped to at most this (0.99).
+    pub alpha_max: f64,
+    /// Blending stops before a step that would bring transmittance below this (1e-4).
+    pub transmittance_min: f64,
+}
+
+impl Cutoffs {
+    pub const ORIGINAL: Cutoffs = Cutoffs {
+        alpha_min: 1.0 / 255.0,
+        alpha_max: 0.99,
+        transmittance_min: 1e-4,
+    };
+    pub const SMOOTH: Cutoffs = Cutoffs {
+        alpha_min: 0.0,
+        alpha_max: 1.0,
+        transmittance_min: 0.0,
+    };
+}
+
+impl Default for Cutoffs {
+    fn default() -> Self {
+        Cutoffs::ORIGINAL
+    }
+}
+
+/// What a render needs besides the scene and the camera.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RenderSettings {
+    /// Colour added with the final transmittance.
+    pub background: [f32; 3],
+    /// SH degree used for colour (at most the scene's degree; training raises it over time).
+    pub sh_degree: usize,
+    pub cutoffs: Cutoffs,
+}
+
+impl RenderSettings {
+    pub fn new(sh_degree: usize) -> Self {
+        RenderSettings {
+            background: [0.0; 3],
+            sh_degree,
+            cutoffs: Cutoffs::ORIGINAL,
+        }
+    }
+}
+
+/// Output of the project stage (and SH), one entry per Gaussian. A Gaussian is visible when `radii > 0`;
+/// the other fields of a culled Gaussian are unspecified.
+#[derive(Clone, Debug, Default)]
+pub struct Projected<F> {
+    /// Projected centre in continuous pixel coordinates.
+    pub means2d: Vec<[F; 2]>,
+    /// Inverse of the dilated 2D covariance, `(a, b, c)` of `[[a, b], [b, c]]`.
+    pub conics: Vec<[F; 3]>,
+    /// Camera-space z.
+    pub depths: Vec<F>,
+    /// `ceil(3 sqrt(largest eigenvalue))` in pixels; 0 when culled.
+    pub radii: Vec<u32>,
+    /// Tiles the Gaussian is listed in.
+    pub tile_rects: Vec<TileRect>,
+    /// `sigmoid(opacity_logit)`.
+    pub opacities: Vec<F>,
+    /// View-dependent RGB after the +0.5 offset and the clamp at 0.
+    pub colors: Vec<[F; 3]>,
+    /// Channels whose colour was clamped at 0 (their gradient is zero).
+    pub color_clamped: Vec<[bool; 3]>,
+}
+
+impl<F: Real> Projected<F> {
+    pub fn len(&self) -> usize {
+        self.radii.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.radii.is_empty()
+    }
+
+    pub fn num_visible(&self) -> usize {
+        self.radii.iter().filter(|&&r| r > 0).count()
+    }
+
+    /// Resizes every array to `n`, keeping capacity.
+    pub fn resize(&mut self, n: usize) {
+        self.means2d.resize(n, [F::zero(); 2]);
+        self.conics.resize(n, [F::zero(); 3]);
+        self.depths.resize(n, F::zero());
+        self.radii.resize(n, 0);
+        self.tile_rects.resize(n, TileRect::default());
+        self.opacities.resize(n, F::zero());
+        self.colors.resize(n, [F::zero(); 3]);
+        self.color_clamped.resize(n, [false; 3]);
+    }
+}
+
+/// Output of the bin stage: the (tile, depth)-sorted list of Gaussian ids and each tile's range in it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Bins {
+    /// Gaussian ids, grouped by tile (ascending), front to back within a tile.
+    pub gaussian_ids: Vec<u32>,
+    /// Per tile, `[start, end)` into `gaussian_ids`.
+    pub tile_ranges: Vec<[u32; 2]>,
+}
+
+impl Bins {
+    pub fn num_intersections(&self) -> usize {
+        self.gaussian_ids.len()
+    }
+}
+
+/// Output of the rasterize forward stage.
+#[derive(Clone, Debug, Default)]
+pub struct RasterOutput<F> {
+    pub width: u32,
+    pub height: u32,
+    /// Row-major RGB, `height * width * 3`.
+    pub image: Vec<F>,
+    /// Transmittance left after the last blended Gaussian, per pixel (the backward recovers T from it).
+    pub final_transmittance: Vec<F>,
+    /// Per pixel, the number of entries of its tile's list up to and including the last one blended.
+    pub n_contrib: Vec<u32>,
+}
+
+impl<F: Real> RasterOutput<F> {
+    /// Resizes for an image, keeping capacity. Contents are left as they were: the stage writes every pixel.
+    pub fn resize(&mut self, width: u32, height: u32) {
+        let n = width as usize * height as usize;
+        self.width = width;
+        self.height = height;
+        self.image.resize(n * 3, F::zero());
+        self.final_transmittance.resize(n, F::zero());
+        self.n_contrib.resize(n, 0);
+    }
+
+    /// Fills every output with NaN (and `n_contrib` with `u32::MAX`) so that unwritten pixels show.
+    pub fn poison(&mut self) {
+        self.image.fill(F::nan());
+        self.final_transmittance.fill(F::nan());
+        self.n_contrib.fill(u32::MAX);
+    }
+}
+
+/// Gradients with respect to the outputs of the project stage, one entry per Gaussian.
+#[derive(Clone, Debug, Default)]
+pub struct ProjectedGrads<F> {
+    /// Gradient with respect to the 2D mean in pixels; its norm drives densification.
+    pub grad_means2d: Vec<[F; 2]>,
+    pub grad_conics: Vec<[F; 3]>,
+    pub grad_colors: Vec<[F; 3]>,
+    /// With respect to the activated opacity.
+    pub grad_opacities: Vec<F>,
+}
+
+impl<F: Real> ProjectedGrads<F> {
+    /// Resizes to `n` Gaussians and zeroes every gradient.
+    pub fn reset(&mut self, n: usize) {
+        self.grad_means2d.clear();
+        self.grad_means2d.resize(n, [F::zero(); 2]);
+        self.grad_conics.clear();
+        self.grad_conics.resize(n, [F::zero(); 3]);
+        self.grad_colors.clear();
+        self.grad_colors.resize(n, [F::zero(); 3]);
+        self.grad_opacities.clear();
+        self.grad_opacities.resize(n, F::zero());
+    }
+}
+
+/// Gradients with respect to every optimized parameter, in the shape of the scene itself.
+pub type GaussianGrads<F = f32> = Gaussians<F>;
+
+/// Resizes a gradient container to the shape of `like` and zeroes it.
+pub fn reset_grads<F: Real, G: Real>(grads: &mut GaussianGrads<F>, like: &Gaussians<G>) {
+    let n = like.len();
+    grads.sh_degree = like.sh_degree;
+    grads.means.clear();
+    grads.means.resize(n, [F::zero(); 3]);
+    grads.log_scales.clear();
+    grads.log_scales.resize(n, [F::zero(); 3]);
+    grads.rotations.clear();
+    grads.rotations.resize(n, [F::zero(); 4]);
+    grads.opacity_logits.clear();
+    grads.opacity_logits.resize(n, F::zero());
+    grads.sh_dc.clear();
+    grads.sh_dc.resize(n, [F::zero(); 3]);
+    grads.sh_rest.clear();
+    grads.sh_rest.resize(n * like.sh_rest_len(), F::zero());
+}
