@@ -1,1 +1,11 @@
+//! File formats of `splat`: the INRIA 3DGS PLY ([`ply`]) and images ([`images`]).
+//!
+//! Every writer goes through [`atomic::write_atomic`]: a temporary file in the destination folder, flushed
+//! and renamed into place, so a half-written file never has the final name.
 
+pub mod atomic;
+pub mod images;
+pub mod ply;
+
+pub use atomic::write_atomic;
+pub use ply::{ply_bytes, read_ply, read_ply_bytes, write_ply, PlyError, PlyErrorKind};

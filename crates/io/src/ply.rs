@@ -1,0 +1,613 @@
+//! The INRIA 3DGS PLY layout: what the original trainer writes and every splat viewer reads.
+//!
+//! Written: binary little-endian, one element `vertex`, `float` properties in the order
+//! `x y z nx ny nz f_dc_0..2 f_rest_0..(3(K-1)-1) opacity scale_0..2 rot_0..3`; normals are 0, `f_rest` is
+//! channel-major (all red coefficients, then green, then blue), opacity is a logit, scales are logs and
+//! `rot` is the unnormalized quaternion `(w, x, y, z)`.
+//!
+//! Read: properties are matched by name, so other orders, files without normals, any SH degree 0..=3,
+//! other scalar types, ASCII and big-endian bodies, and other elements around `vertex` all load. Nothing
+//! in a header is trusted for allocation: the body must hold the bytes the header announces before any
+//! buffer is sized from it. Every problem is a [`PlyError`] naming the file.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use splat_core::{sh_coeffs_for_degree, Gaussians, MAX_SH_DEGREE};
+
+use crate::atomic::write_atomic;
+
+/// A PLY problem, with the file it came from.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {kind}", path.display())]
+pub struct PlyError {
+    pub path: PathBuf,
+    pub kind: PlyErrorKind,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlyErrorKind {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("not a PLY file (it does not start with \"ply\")")]
+    NotPly,
+    #[error("bad PLY header, line {line}: {message}")]
+    BadHeader { line: usize, message: String },
+    #[error("unsupported PLY format {0:?} (expected ascii, binary_little_endian or binary_big_endian 1.0)")]
+    UnsupportedFormat(String),
+    #[error("no \"vertex\" element in the header")]
+    NoVertexElement,
+    #[error("missing property {0:?} on the vertex element")]
+    MissingProperty(String),
+    #[error("{0} f_rest properties: a splat PLY has 0, 9, 24 or 45 (SH degree 0..3)")]
+    BadShCount(usize),
+    #[error("vertex property {0:?} is a list; splat properties are scalars")]
+    ListProperty(String),
+    #[error(
+        "truncated: the header announces {expected} bytes of {element} data, the file has {found}"
+    )]
+    Truncated {
+        element: String,
+        expected: u64,
+        found: u64,
+    },
+    #[error("vertex {vertex}, property {property:?}: cannot parse {text:?} as a number")]
+    BadNumber {
+        vertex: usize,
+        property: String,
+        text: String,
+    },
+    #[error("vertex {vertex}, property {property:?} is {value} (not finite)")]
+    NonFinite {
+        vertex: usize,
+        property: String,
+        value: f64,
+    },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Ascii,
+    BinaryLe,
+    BinaryBe,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ScalarType {
+    I8,
+    U8,
+    I16,
+    U16,
+    I32,
+    U32,
+    F32,
+    F64,
+}
+
+impl ScalarType {
+    fn parse(s: &str) -> Option<ScalarType> {
+        Some(match s {
+            "char" | "int8" => ScalarType::I8,
+            "uchar" | "uint8" => ScalarType::U8,
+            "short" | "int16" => ScalarType::I16,
+            "ushort" | "uint16" => ScalarType::U16,
+            "int" | "int32" => ScalarType::I32,
+            "uint" | "uint32" => ScalarType::U32,
+            "float" | "float32" => ScalarType::F32,
+            "double" | "float64" => ScalarType::F64,
+            _ => return None,
+        })
+    }
+
+    fn size(self) -> usize {
+        match self {
+            ScalarType::I8 | ScalarType::U8 => 1,
+            ScalarType::I16 | ScalarType::U16 => 2,
+            ScalarType::I32 | ScalarType::U32 | ScalarType::F32 => 4,
+            ScalarType::F64 => 8,
+        }
+    }
+
+    /// Decodes one value from exactly `size()` bytes.
+    fn decode(self, b: &[u8], big_endian: bool) -> f64 {
+        macro_rules! get {
+            ($t:ty) => {{
+                let a = b.try_into().unwrap();
+                (if big_endian {
+                    <$t>::from_be_bytes(a)
+                } else {
+                    <$t>::from_le_bytes(a)
+                }) as f64
+            }};
+        }
+        match self {
+            ScalarType::I8 => b[0] as i8 as f64,
+            ScalarType::U8 => b[0] as f64,
+            ScalarType::I16 => get!(i16),
+            ScalarType::U16 => get!(u16),
+            ScalarType::I32 => get!(i32),
+            ScalarType::U32 => get!(u32),
+            ScalarType::F32 => get!(f32),
+            ScalarType::F64 => get!(f64),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum PropertyKind {
+    Scalar(ScalarType),
+    List { count: ScalarType, item: ScalarType },
+}
+
+#[derive(Clone, Debug)]
+struct Property {
+    name: String,
+    kind: PropertyKind,
+}
+
+#[derive(Clone, Debug)]
+struct Element {
+    name: String,
+    count: u64,
+    properties: Vec<Property>,
+}
+
+struct Header {
+    format: Format,
+    elements: Vec<Element>,
+    /// Byte offset of the body.
+    body_start: usize,
+}
+
+/// Headers longer than this are rejected (real ones are a few KiB).
+const MAX_HEADER_BYTES: usize = 1 << 20;
+
+fn parse_header(bytes: &[u8]) -> Result<Header, PlyErrorKind> {
+    if !bytes.starts_with(b"ply\n") && !bytes.starts_with(b"ply\r\n") {
+        return Err(PlyErrorKind::NotPly);
+    }
+    let mut pos = 0;
+    let mut line_no = 0;
+    let mut format = None;
+    let mut elements: Vec<Element> = Vec::new();
+    let bad = |line: usize, message: String| PlyErrorKind::BadHeader { line, message };
+    loop {
+        let rest = &bytes[pos..];
+        let Some(nl) = rest.iter().position(|&c| c == b'\n') else {
+            return Err(bad(line_no + 1, "header has no end_header line".into()));
+        };
+        if pos + nl > MAX_HEADER_BYTES {
+            return Err(bad(line_no + 1, "header longer than 1 MiB".into()));
+        }
+        line_no += 1;
+        let line = std::str::from_utf8(&rest[..nl])
+            .map_err(|_| bad(line_no, "not UTF-8 text".into()))?
+            .trim_end_matches('\r');
+        pos += nl + 1;
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["ply"] if line_no == 1 => {}
+            ["format", f, version] => {
+                if *version != "1.0" {
+                    return Err(PlyErrorKind::UnsupportedFormat(format!("{f} {version}")));
+                }
+                format = Some(match *f {
+                    "ascii" => Format::Ascii,
+                    "binary_little_endian" => Format::BinaryLe,
+                    "binary_big_endian" => Format::BinaryBe,
+                    other => return Err(PlyErrorKind::UnsupportedFormat(other.to_string())),
+                });
+            }
+            ["comment", ..] | ["obj_info", ..] | [] => {}
+            ["element", name, count] => {
+                let count = count.parse::<u64>().map_err(|_| {
+                    bad(line_no, format!("element count {count:?} is not a number"))
+                })?;
+                elements.push(Element {
+                    name: name.to_string(),
+                    count,
+                    properties: Vec::new(),
+                });
+            }
+            ["property", "list", count_t, item_t, name] => {
+                let el = elements
+                    .last_mut()
+                    .ok_or_else(|| bad(line_no, "property before any element".into()))?;
+                let ty = |s: &str| {
+                    ScalarType::parse(s).ok_or_else(|| bad(line_no, format!("unknown type {s:?}")))
+                };
+                el.properties.push(Property {
+                    name: name.to_string(),
+                    kind: PropertyKind::List {
+                        count: ty(count_t)?,
+                        item: ty(item_t)?,
+                    },
+                });
+            }
+            ["property", ty, name] => {
+                let el = elements
+                    .last_mut()
+                    .ok_or_else(|| bad(line_no, "property before any element".into()))?;
+                let ty = ScalarType::parse(ty)
+                    .ok_or_else(|| bad(line_no, format!("unknown type {ty:?}")))?;
+                el.properties.push(Property {
+                    name: name.to_string(),
+                    kind: PropertyKind::Scalar(ty),
+                });
+            }
+            ["end_header"] => break,
+            _ => return Err(bad(line_no, format!("unexpected line {line:?}"))),
+        }
+    }
+    let format = format.ok_or_else(|| bad(line_no, "no format line".into()))?;
+    Ok(Header {
+        format,
+        elements,
+        body_start: pos,
+    })
+}
+
+/// A cursor over the body: binary values or ASCII tokens.
+struct Body<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    format: Format,
+}
+
+impl<'a> Body<'a> {
+    fn remaining(&self) -> u64 {
+        (self.bytes.len() - self.pos) as u64
+    }
+
+    fn next_token(&mut self) -> Option<&'a str> {
+        let b = self.bytes;
+        while self.pos < b.len() && b[self.pos].is_ascii_whitespace() {
+            self.pos += 1;
+        }
+        let start = self.pos;
+        while self.pos < b.len() && !b[self.pos].is_ascii_whitespace() {
+            self.pos += 1;
+        }
+        if start == self.pos {
+            None
+        } else {
+            std::str::from_utf8(&b[start..self.pos])
+                .ok()
+                .or(Some("<not UTF-8>"))
+        }
+    }
+
+    fn scalar(
+        &mut self,
+        ty: ScalarType,
+        element: &str,
+        row: usize,
+        name: &str,
+    ) -> Result<f64, PlyErrorKind> {
+        match self.format {
+            Format::Ascii => {
+                let tok = self.next_token().ok_or_else(|| PlyErrorKind::Truncated {
+                    element: element.to_string(),
+                    expected: row as u64 + 1,
+                    found: row as u64,
+                })?;
+                tok.parse::<f64>().map_err(|_| PlyErrorKind::BadNumber {
+                    vertex: row,
+                    property: name.to_string(),
+                    text: tok.chars().take(40).collect(),
+                })
+            }
+            Format::BinaryLe | Format::BinaryBe => {
+                let n = ty.size();
+                if self.bytes.len() - self.pos < n {
+                    return Err(PlyErrorKind::Truncated {
+                        element: element.to_string(),
+                        expected: (self.pos + n) as u64,
+                        found: self.bytes.len() as u64,
+                    });
+                }
+                let v = ty.decode(
+                    &self.bytes[self.pos..self.pos + n],
+                    self.format == Format::BinaryBe,
+                );
+                self.pos += n;
+                Ok(v)
+            }
+        }
+    }
+
+    fn skip_element(&mut self, el: &Element) -> Result<(), PlyErrorKind> {
+        let all_scalar = el
+            .properties
+            .iter()
+            .all(|p| matches!(p.kind, PropertyKind::Scalar(_)));
+        if all_scalar && self.format != Format::Ascii {
+            let stride: u64 = el
+                .properties
+                .iter()
+                .map(|p| match p.kind {
+                    PropertyKind::Scalar(t) => t.size() as u64,
+                    PropertyKind::List { .. } => 0,
+                })
+                .sum();
+            let need = stride.saturating_mul(el.count);
+            if need > self.remaining() {
+                return Err(PlyErrorKind::Truncated {
+                    element: el.name.clone(),
+                    expected: need,
+                    found: self.remaining(),
+                });
+            }
+            self.pos += need as usize;
+            return Ok(());
+        }
+        for row in 0..el.count {
+            for p in &el.properties {
+                match p.kind {
+                    PropertyKind::Scalar(t) => {
+                        self.scalar(t, &el.name, row as usize, &p.name)?;
+                    }
+                    PropertyKind::List { count, item } => {
+                        let n = self.scalar(count, &el.name, row as usize, &p.name)?;
+                        if !(0.0..=1e9).contains(&n) {
+                            return Err(PlyErrorKind::Invalid(format!(
+                                "element {:?} row {row}: list length {n}",
+                                el.name
+                            )));
+                        }
+                        for _ in 0..n as u64 {
+                            self.scalar(item, &el.name, row as usize, &p.name)?;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where each splat field comes from in a vertex row.
+struct Columns {
+    mean: [usize; 3],
+    dc: [usize; 3],
+    rest: Vec<usize>,
+    opacity: usize,
+    scale: [usize; 3],
+    rot: [usize; 4],
+}
+
+fn columns(el: &Element) -> Result<Columns, PlyErrorKind> {
+    for p in &el.properties {
+        if matches!(p.kind, PropertyKind::List { .. }) {
+            return Err(PlyErrorKind::ListProperty(p.name.clone()));
+        }
+    }
+    let find = |name: &str| {
+        el.properties
+            .iter()
+            .position(|p| p.name == name)
+            .ok_or_else(|| PlyErrorKind::MissingProperty(name.to_string()))
+    };
+    let n_rest = el
+        .properties
+        .iter()
+        .filter(|p| p.name.starts_with("f_rest_"))
+        .count();
+    let degree = (0..=MAX_SH_DEGREE).find(|&d| 3 * (sh_coeffs_for_degree(d) - 1) == n_rest);
+    if degree.is_none() {
+        return Err(PlyErrorKind::BadShCount(n_rest));
+    }
+    Ok(Columns {
+        mean: [find("x")?, find("y")?, find("z")?],
+        dc: [find("f_dc_0")?, find("f_dc_1")?, find("f_dc_2")?],
+        rest: (0..n_rest)
+            .map(|i| find(&format!("f_rest_{i}")))
+            .collect::<Result<_, _>>()?,
+        opacity: find("opacity")?,
+        scale: [find("scale_0")?, find("scale_1")?, find("scale_2")?],
+        rot: [
+            find("rot_0")?,
+            find("rot_1")?,
+            find("rot_2")?,
+            find("rot_3")?,
+        ],
+    })
+}
+
+/// Parses a splat PLY held in memory; `path` only names it in errors.
+pub fn read_ply_bytes(bytes: &[u8], path: &Path) -> Result<Gaussians<f32>, PlyError> {
+    parse(bytes).map_err(|kind| PlyError {
+        path: path.to_path_buf(),
+        kind,
+    })
+}
+
+/// Reads a splat PLY file.
+pub fn read_ply(path: &Path) -> Result<Gaussians<f32>, PlyError> {
+    let bytes = std::fs::read(path).map_err(|e| PlyError {
+        path: path.to_path_buf(),
+        kind: PlyErrorKind::Io(e),
+    })?;
+    read_ply_bytes(&bytes, path)
+}
+
+fn parse(bytes: &[u8]) -> Result<Gaussians<f32>, PlyErrorKind> {
+    let header = parse_header(bytes)?;
+    let mut body = Body {
+        bytes,
+        pos: header.body_start,
+        format: header.format,
+    };
+    let vertex_index = header
+        .elements
+        .iter()
+        .position(|e| e.name == "vertex")
+        .ok_or(PlyErrorKind::NoVertexElement)?;
+    for el in &header.elements[..vertex_index] {
+        body.skip_element(el)?;
+    }
+    let el = &header.elements[vertex_index];
+    let cols = columns(el)?;
+    let n_props = el.properties.len();
+    let types: Vec<ScalarType> = el
+        .properties
+        .iter()
+        .map(|p| match p.kind {
+            PropertyKind::Scalar(t) => t,
+            PropertyKind::List { .. } => unreachable!("rejected by columns()"),
+        })
+        .collect();
+
+    // Bound the allocation by what is actually present.
+    let min_row_bytes: u64 = match header.format {
+        Format::Ascii => 2 * n_props as u64, // at least one digit and one separator per value
+        _ => types.iter().map(|t| t.size() as u64).sum(),
+    };
+    let mut expected = min_row_bytes.saturating_mul(el.count);
+    if header.format == Format::Ascii {
+        expected = expected.saturating_sub(1); // the last value needs no separator
+    }
+    if expected > body.remaining() {
+        return Err(PlyErrorKind::Truncated {
+            element: el.name.clone(),
+            expected,
+            found: body.remaining(),
+        });
+    }
+    let n = el.count as usize;
+    let degree = (0..=MAX_SH_DEGREE)
+        .find(|&d| 3 * (sh_coeffs_for_degree(d) - 1) == cols.rest.len())
+        .expect("checked by columns()");
+    let k_rest = cols.rest.len() / 3;
+    let mut g = Gaussians::<f32>::new(degree);
+    g.means.reserve(n);
+    let mut row = vec![0.0f64; n_props];
+    let mut rest = vec![0.0f32; cols.rest.len()];
+    for v in 0..n {
+        for (j, p) in el.properties.iter().enumerate() {
+            let value = body.scalar(types[j], &el.name, v, &p.name)?;
+            if !value.is_finite() {
+                return Err(PlyErrorKind::NonFinite {
+                    vertex: v,
+                    property: p.name.clone(),
+                    value,
+                });
+            }
+            row[j] = value;
+        }
+        let get = |c: usize| row[c] as f32;
+        // f_rest is channel-major in the file; sh_rest is [coefficient][channel] in memory.
+        for ch in 0..3 {
+            for k in 0..k_rest {
+                rest[k * 3 + ch] = get(cols.rest[ch * k_rest + k]);
+            }
+        }
+        g.push(
+            cols.mean.map(get),
+            cols.scale.map(get),
+            cols.rot.map(get),
+            get(cols.opacity),
+            cols.dc.map(get),
+            &rest,
+        );
+    }
+    Ok(g)
+}
+
+/// The header the writer produces for `n` splats of a degree.
+fn header_text(n: usize, degree: usize) -> String {
+    let mut h = String::from("ply\nformat binary_little_endian 1.0\n");
+    h += &format!("element vertex {n}\n");
+    for name in property_names(degree) {
+        h += &format!("property float {name}\n");
+    }
+    h += "end_header\n";
+    h
+}
+
+/// Property names in the INRIA order.
+pub fn property_names(degree: usize) -> Vec<String> {
+    let mut names: Vec<String> = [
+        "x", "y", "z", "nx", "ny", "nz", "f_dc_0", "f_dc_1", "f_dc_2",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    names.extend((0..3 * (sh_coeffs_for_degree(degree) - 1)).map(|i| format!("f_rest_{i}")));
+    names.push("opacity".into());
+    names.extend((0..3).map(|i| format!("scale_{i}")));
+    names.extend((0..4).map(|i| format!("rot_{i}")));
+    names
+}
+
+/// A non-finite parameter found while writing.
+#[derive(Debug)]
+pub struct NonFiniteParameter {
+    pub gaussian: usize,
+    pub field: &'static str,
+}
+
+impl fmt::Display for NonFiniteParameter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Gaussian {} has a non-finite {}",
+            self.gaussian, self.field
+        )
+    }
+}
+
+/// Encodes a scene in the INRIA layout. Refuses non-finite parameters: a PLY with NaN is never written.
+pub fn ply_bytes(g: &Gaussians<f32>) -> Result<Vec<u8>, NonFiniteParameter> {
+    g.check_consistent().expect("inconsistent Gaussians");
+    let header = header_text(g.len(), g.sh_degree);
+    let k_rest = g.sh_coeffs() - 1;
+    let n_props = property_names(g.sh_degree).len();
+    let mut out = Vec::with_capacity(header.len() + g.len() * n_props * 4);
+    out.extend_from_slice(header.as_bytes());
+    let mut push = |v: f32, i: usize, field: &'static str| -> Result<(), NonFiniteParameter> {
+        if !v.is_finite() {
+            return Err(NonFiniteParameter { gaussian: i, field });
+        }
+        out.extend_from_slice(&v.to_le_bytes());
+        Ok(())
+    };
+    for i in 0..g.len() {
+        for v in g.means[i] {
+            push(v, i, "mean")?;
+        }
+        for _ in 0..3 {
+            push(0.0, i, "normal")?;
+        }
+        for v in g.sh_dc[i] {
+            push(v, i, "sh_dc")?;
+        }
+        let rest = g.sh_rest_of(i);
+        for ch in 0..3 {
+            for k in 0..k_rest {
+                push(rest[k * 3 + ch], i, "sh_rest")?;
+            }
+        }
+        push(g.opacity_logits[i], i, "opacity")?;
+        for v in g.log_scales[i] {
+            push(v, i, "scale")?;
+        }
+        for v in g.rotations[i] {
+            push(v, i, "rotation")?;
+        }
+    }
+    Ok(out)
+}
+
+/// Writes a scene as an INRIA PLY file, atomically.
+pub fn write_ply(path: &Path, g: &Gaussians<f32>) -> Result<(), PlyError> {
+    let err = |kind| PlyError {
+        path: path.to_path_buf(),
+        kind,
+    };
+    let bytes =
+        ply_bytes(g).map_err(|e| err(PlyErrorKind::Invalid(format!("not written: {e}"))))?;
+    write_atomic(path, &bytes).map_err(|e| err(PlyErrorKind::Io(e)))
+}
