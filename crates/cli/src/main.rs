@@ -1,1 +1,48 @@
-fn main() {}
+//! `splat`: the command-line interface. Library crates return typed errors; this binary turns them into
+//! one clear line on stderr and a non-zero exit code.
+
+mod render_cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "splat",
+    version,
+    about = "3D Gaussian Splatting: render, train, evaluate and export splat scenes",
+    long_about = "3D Gaussian Splatting in Rust.\n\n\
+        Scenes are the standard INRIA PLY layout that every splat viewer opens. Run `splat <command> --help` \
+        for the options of each command."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Render a PLY scene (or the built-in scene) from one camera to a PNG.
+    Render(render_cmd::RenderArgs),
+    /// Write the built-in scene as an INRIA PLY.
+    BuiltinScene(render_cmd::BuiltinArgs),
+    /// Print what a PLY scene holds: count, SH degree, bounds.
+    Info(render_cmd::InfoArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Render(args) => render_cmd::render(args),
+        Command::BuiltinScene(args) => render_cmd::write_builtin_scene(args),
+        Command::Info(args) => render_cmd::info(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -307,7 +307,7 @@ fn original_cutoffs_on_a_scene_away_from_the_edges() {
     // The cases are really there: the list is [skipped, front, clamped, high, last] everywhere, so
     // n_contrib = 5 where all blend and < 5 where blending stopped before T < 1e-4. Both occur.
     assert!(pass.raster.n_contrib.iter().any(|&n| n < 5));
-    assert!(pass.raster.n_contrib.iter().any(|&n| n == 5));
+    assert!(pass.raster.n_contrib.contains(&5));
     let weights = random_weights(9, (w * h * 3) as usize);
     check_all_parameters(&g, &cam, &settings, &weights, "original cutoffs");
 }

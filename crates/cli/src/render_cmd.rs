@@ -1,0 +1,301 @@
+//! `splat render`, `splat builtin-scene`, `splat info`.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use splat_core::synthetic::{self, builtin_camera};
+use splat_core::{Camera, Gaussians};
+use splat_render::{Backend, Buffers, ReferenceBackend, RenderSettings};
+
+fn parse_vec3(s: &str) -> Result<[f64; 3], String> {
+    let parts: Vec<&str> = s.split(',').collect();
+    if parts.len() != 3 {
+        return Err(format!("expected three comma-separated numbers, got {s:?}"));
+    }
+    let mut v = [0.0; 3];
+    for (i, p) in parts.iter().enumerate() {
+        v[i] = p
+            .trim()
+            .parse::<f64>()
+            .map_err(|_| format!("{p:?} is not a number"))?;
+        if !v[i].is_finite() {
+            return Err(format!("{p:?} is not finite"));
+        }
+    }
+    Ok(v)
+}
+
+#[derive(Args)]
+pub struct RenderArgs {
+    /// INRIA PLY to render. Without it, the built-in scene is rendered.
+    pub ply: Option<PathBuf>,
+    /// Output PNG.
+    #[arg(long, short, default_value = "render.png")]
+    pub out: PathBuf,
+    /// Image width in pixels.
+    #[arg(long, default_value_t = 640)]
+    pub width: u32,
+    /// Image height in pixels.
+    #[arg(long, default_value_t = 480)]
+    pub height: u32,
+    /// Camera position "x,y,z" in world space. Default: the built-in view, or for a PLY a view from
+    /// -z towards the scene's median point (COLMAP-style scenes look along +z with y down).
+    #[arg(long, value_parser = parse_vec3, allow_hyphen_values = true)]
+    pub look_from: Option<[f64; 3]>,
+    /// Point "x,y,z" the camera looks at. Default: the scene's median point.
+    #[arg(long, value_parser = parse_vec3, allow_hyphen_values = true)]
+    pub look_at: Option<[f64; 3]>,
+    /// World direction "x,y,z" that appears up in the image. Default: +z for the built-in scene, -y for a PLY.
+    #[arg(long, value_parser = parse_vec3, allow_hyphen_values = true)]
+    pub up: Option<[f64; 3]>,
+    /// Horizontal field of view in degrees.
+    #[arg(long, default_value_t = 55.0)]
+    pub fov: f64,
+    /// SH degree used for colour (default: all the scene has).
+    #[arg(long)]
+    pub sh_degree: Option<usize>,
+    /// Background colour "r,g,b" in [0, 1].
+    #[arg(long, value_parser = parse_vec3, default_value = "0,0,0")]
+    pub background: [f64; 3],
+    /// Number of Gaussians of the built-in scene.
+    #[arg(long, default_value_t = 20_000)]
+    pub gaussians: usize,
+    /// Render this many times and report the median time per stage (for timing).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
+    /// Also run and time the backward pass (gradient of the summed image), as a training step would.
+    #[arg(long)]
+    pub time_backward: bool,
+}
+
+fn median_scene_point(g: &Gaussians) -> [f64; 3] {
+    std::array::from_fn(|k| {
+        let mut v: Vec<f32> = g.means.iter().map(|m| m[k]).collect();
+        v.sort_by(f32::total_cmp);
+        v[v.len() / 2] as f64
+    })
+}
+
+/// Median distance of the means from `center`: a scale that ignores far outliers.
+fn median_radius(g: &Gaussians, center: [f64; 3]) -> f64 {
+    let mut d: Vec<f64> = g
+        .means
+        .iter()
+        .map(|m| {
+            (0..3)
+                .map(|k| (m[k] as f64 - center[k]).powi(2))
+                .sum::<f64>()
+                .sqrt()
+        })
+        .collect();
+    d.sort_by(f64::total_cmp);
+    d[d.len() / 2].max(1e-3)
+}
+
+fn camera_for(args: &RenderArgs, g: &Gaussians, builtin: bool) -> Result<Camera> {
+    if args.width == 0 || args.height == 0 || args.width > 16384 || args.height > 16384 {
+        bail!(
+            "image size {} x {} is outside 1..=16384",
+            args.width,
+            args.height
+        );
+    }
+    if !(args.fov > 0.5 && args.fov < 179.0) {
+        bail!("--fov {} must be between 0.5 and 179 degrees", args.fov);
+    }
+    if builtin && args.look_from.is_none() && args.look_at.is_none() && args.up.is_none() {
+        let mut cam = builtin_camera(args.width, args.height);
+        let default_fov: f64 = 55.0;
+        let scale = (0.5 * default_fov).to_radians().tan() / (0.5 * args.fov).to_radians().tan();
+        cam.fx *= scale;
+        cam.fy *= scale;
+        return Ok(cam);
+    }
+    let target = match args.look_at {
+        Some(t) => t,
+        None if g.is_empty() => [0.0; 3],
+        None => median_scene_point(g),
+    };
+    let up = args.up.unwrap_or(if builtin {
+        [0.0, 0.0, 1.0]
+    } else {
+        [0.0, -1.0, 0.0]
+    });
+    let eye = match args.look_from {
+        Some(e) => e,
+        None => {
+            let r = if g.is_empty() {
+                1.0
+            } else {
+                median_radius(g, target)
+            };
+            [target[0], target[1], target[2] - 3.0 * r]
+        }
+    };
+    let dir: Vec<f64> = (0..3).map(|k| target[k] - eye[k]).collect();
+    let len = dir.iter().map(|v| v * v).sum::<f64>().sqrt();
+    if len < 1e-9 {
+        bail!("--look-from and --look-at are the same point");
+    }
+    let cross = [
+        dir[1] * up[2] - dir[2] * up[1],
+        dir[2] * up[0] - dir[0] * up[2],
+        dir[0] * up[1] - dir[1] * up[0],
+    ];
+    if cross.iter().map(|v| v * v).sum::<f64>().sqrt() < 1e-9 * len {
+        bail!("--up is parallel to the viewing direction");
+    }
+    Ok(Camera::look_at(
+        eye,
+        target,
+        up,
+        args.fov,
+        args.width,
+        args.height,
+    ))
+}
+
+pub fn render(args: RenderArgs) -> Result<()> {
+    let (gaussians, builtin) = match &args.ply {
+        Some(path) => (splat_io::read_ply(path)?, false),
+        None => {
+            if args.gaussians == 0 || args.gaussians > 50_000_000 {
+                bail!("--gaussians {} is outside 1..=50000000", args.gaussians);
+            }
+            (synthetic::builtin_scene(args.gaussians), true)
+        }
+    };
+    let camera = camera_for(&args, &gaussians, builtin)?;
+    let sh_degree = args.sh_degree.unwrap_or(gaussians.sh_degree);
+    if sh_degree > 3 {
+        bail!("--sh-degree {sh_degree} is above 3");
+    }
+    let mut settings = RenderSettings::new(sh_degree);
+    for k in 0..3 {
+        if !(0.0..=1.0).contains(&args.background[k]) {
+            bail!("--background values must be in [0, 1]");
+        }
+        settings.background[k] = args.background[k] as f32;
+    }
+    let mut backend = ReferenceBackend;
+    let mut buffers = Buffers::default();
+    let mut stage_times: Vec<Vec<(&'static str, Duration)>> = Vec::new();
+    let mut totals = Vec::new();
+    let grad_image = vec![1.0f32; camera.num_pixels() * 3];
+    if args.repeat == 0 || args.repeat > 10_000 {
+        bail!("--repeat {} is outside 1..=10000", args.repeat);
+    }
+    for _ in 0..args.repeat {
+        let start = Instant::now();
+        splat_render::render(&mut backend, &gaussians, &camera, &settings, &mut buffers);
+        if args.time_backward {
+            splat_render::backward(
+                &mut backend,
+                &gaussians,
+                &camera,
+                &settings,
+                &grad_image,
+                &mut buffers,
+            );
+        }
+        totals.push(start.elapsed());
+        stage_times.push(buffers.timings.clone());
+    }
+    splat_io::images::save_png(
+        &args.out,
+        camera.width,
+        camera.height,
+        &buffers.raster.image,
+    )
+    .context("writing the image")?;
+
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let stages: Vec<String> = stage_times[0]
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| {
+            let t = median(stage_times.iter().map(|s| s[i].1).collect());
+            format!("{name} {:.1} ms", t.as_secs_f64() * 1e3)
+        })
+        .collect();
+    println!(
+        "rendered {} Gaussians ({} visible, {} tile intersections) at {} x {} with the {} backend",
+        gaussians.len(),
+        buffers.projected.num_visible(),
+        buffers.bins.num_intersections(),
+        camera.width,
+        camera.height,
+        backend.name(),
+    );
+    println!(
+        "time (median of {}): {:.1} ms = {}",
+        totals.len(),
+        median(totals.clone()).as_secs_f64() * 1e3,
+        stages.join(", ")
+    );
+    println!("wrote {}", args.out.display());
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct BuiltinArgs {
+    /// Output PLY.
+    #[arg(long, short, default_value = "builtin.ply")]
+    pub out: PathBuf,
+    /// Number of Gaussians.
+    #[arg(long, default_value_t = 20_000)]
+    pub gaussians: usize,
+}
+
+pub fn write_builtin_scene(args: BuiltinArgs) -> Result<()> {
+    if args.gaussians == 0 || args.gaussians > 50_000_000 {
+        bail!("--gaussians {} is outside 1..=50000000", args.gaussians);
+    }
+    let g = synthetic::builtin_scene(args.gaussians);
+    splat_io::write_ply(&args.out, &g)?;
+    println!(
+        "wrote {} Gaussians (SH degree {}) to {}",
+        g.len(),
+        g.sh_degree,
+        args.out.display()
+    );
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct InfoArgs {
+    /// INRIA PLY.
+    pub ply: PathBuf,
+}
+
+pub fn info(args: InfoArgs) -> Result<()> {
+    let g = splat_io::read_ply(&args.ply)?;
+    println!(
+        "{}: {} Gaussians, SH degree {}",
+        args.ply.display(),
+        g.len(),
+        g.sh_degree
+    );
+    if !g.is_empty() {
+        let mut lo = [f32::INFINITY; 3];
+        let mut hi = [f32::NEG_INFINITY; 3];
+        for m in &g.means {
+            for k in 0..3 {
+                lo[k] = lo[k].min(m[k]);
+                hi[k] = hi[k].max(m[k]);
+            }
+        }
+        println!("bounds: min {lo:?}, max {hi:?}");
+        let c = median_scene_point(&g);
+        println!(
+            "median point: {c:?}, median radius {:.4}",
+            median_radius(&g, c)
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,142 @@
+//! The `splat` binary end to end: outputs exist and are valid, user errors are one line and a non-zero exit.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn splat(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_splat"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run splat")
+}
+
+/// Width and height from a PNG's IHDR chunk.
+fn png_size(path: &Path) -> (u32, u32) {
+    let b = std::fs::read(path).unwrap();
+    assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+    let be = |o: usize| u32::from_be_bytes(b[o..o + 4].try_into().unwrap());
+    (be(16), be(20))
+}
+
+fn assert_user_error(out: &Output, needle: &str) {
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error: "), "stderr: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(needle), "{needle:?} not in {err}");
+    assert!(!err.contains("panicked"));
+}
+
+#[test]
+fn renders_the_builtin_scene_and_a_ply_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = splat(
+        &[
+            "render",
+            "--out",
+            "b.png",
+            "--width",
+            "96",
+            "--height",
+            "64",
+            "--gaussians",
+            "3000",
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(png_size(&dir.path().join("b.png")), (96, 64));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("rendered 3000 Gaussians"));
+
+    let out = splat(
+        &["builtin-scene", "--out", "s.ply", "--gaussians", "3000"],
+        dir.path(),
+    );
+    assert!(out.status.success());
+    let out = splat(&["info", "s.ply"], dir.path());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("3000 Gaussians, SH degree 1"));
+
+    // The same scene and camera from the PLY gives the same pixels.
+    let cam = [
+        "--look-from",
+        "4,-3.2,2.6",
+        "--look-at",
+        "0,0,0.8",
+        "--up",
+        "0,0,1",
+    ];
+    let mut a = vec![
+        "render", "s.ply", "--out", "p.png", "--width", "96", "--height", "64",
+    ];
+    a.extend(cam);
+    assert!(splat(&a, dir.path()).status.success());
+    let mut b = vec![
+        "render",
+        "--out",
+        "q.png",
+        "--width",
+        "96",
+        "--height",
+        "64",
+        "--gaussians",
+        "3000",
+    ];
+    b.extend(cam);
+    assert!(splat(&b, dir.path()).status.success());
+    assert_eq!(
+        std::fs::read(dir.path().join("p.png")).unwrap(),
+        std::fs::read(dir.path().join("q.png")).unwrap()
+    );
+}
+
+#[test]
+fn user_errors_are_one_line_and_non_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_user_error(
+        &splat(&["render", "missing.ply"], dir.path()),
+        "missing.ply",
+    );
+    std::fs::write(
+        dir.path().join("bad.ply"),
+        b"ply\nformat ascii 1.0\nelement vertex 2\nend_header\n",
+    )
+    .unwrap();
+    assert_user_error(
+        &splat(&["render", "bad.ply"], dir.path()),
+        "bad.ply: missing property \"x\"",
+    );
+    assert_user_error(
+        &splat(&["render", "--width", "0"], dir.path()),
+        "image size",
+    );
+    assert_user_error(
+        &splat(
+            &["render", "--look-from", "1,1,1", "--look-at", "1,1,1"],
+            dir.path(),
+        ),
+        "same point",
+    );
+    assert_user_error(
+        &splat(
+            &[
+                "render",
+                "--out",
+                "no/such/dir/x.png",
+                "--width",
+                "8",
+                "--height",
+                "8",
+            ],
+            dir.path(),
+        ),
+        "x.png",
+    );
+    // Argument errors come from clap, also non-zero.
+    let out = splat(&["render", "--look-from", "1,2"], dir.path());
+    assert!(!out.status.success());
+}
