@@ -2,6 +2,7 @@
 //! one clear line on stderr and a non-zero exit code.
 
 mod render_cmd;
+mod train_cmd;
 
 use std::process::ExitCode;
 
@@ -23,7 +24,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Render a PLY scene (or the built-in scene) from one camera to a PNG.
+    /// Train a scene from posed photos (COLMAP, NeRF-synthetic, transforms.json, LLFF).
+    Train(train_cmd::TrainArgs),
+    /// PSNR and SSIM of a trained scene on a dataset's test views.
+    Eval(train_cmd::EvalArgs),
+    /// Render a PLY scene (or the built-in scene) from one camera to a PNG, or with --data every test
+    /// view of a dataset into a folder.
     Render(render_cmd::RenderArgs),
     /// Write the built-in scene as an INRIA PLY.
     BuiltinScene(render_cmd::BuiltinArgs),
@@ -34,6 +40,8 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Train(args) => train_cmd::train(args),
+        Command::Eval(args) => train_cmd::eval(args),
         Command::Render(args) => render_cmd::render(args),
         Command::BuiltinScene(args) => render_cmd::write_builtin_scene(args),
         Command::Info(args) => render_cmd::info(args),

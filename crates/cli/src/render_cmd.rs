@@ -9,7 +9,7 @@ use splat_core::synthetic::{self, builtin_camera};
 use splat_core::{Camera, Gaussians};
 use splat_render::{Backend, Buffers, ReferenceBackend, RenderSettings};
 
-fn parse_vec3(s: &str) -> Result<[f64; 3], String> {
+pub fn parse_vec3(s: &str) -> Result<[f64; 3], String> {
     let parts: Vec<&str> = s.split(',').collect();
     if parts.len() != 3 {
         return Err(format!("expected three comma-separated numbers, got {s:?}"));
@@ -31,9 +31,14 @@ fn parse_vec3(s: &str) -> Result<[f64; 3], String> {
 pub struct RenderArgs {
     /// INRIA PLY to render. Without it, the built-in scene is rendered.
     pub ply: Option<PathBuf>,
-    /// Output PNG.
+    /// Output PNG (with --data: output folder).
     #[arg(long, short, default_value = "render.png")]
     pub out: PathBuf,
+    /// Render every test view of this dataset (all views if it has no test split) into the --out folder.
+    #[arg(long, requires = "ply")]
+    pub data: Option<PathBuf>,
+    #[command(flatten)]
+    pub data_args: crate::train_cmd::DataArgs,
     /// Image width in pixels.
     #[arg(long, default_value_t = 640)]
     pub width: u32,
@@ -56,9 +61,6 @@ pub struct RenderArgs {
     /// SH degree used for colour (default: all the scene has).
     #[arg(long)]
     pub sh_degree: Option<usize>,
-    /// Background colour "r,g,b" in [0, 1].
-    #[arg(long, value_parser = parse_vec3, default_value = "0,0,0")]
-    pub background: [f64; 3],
     /// Number of Gaussians of the built-in scene.
     #[arg(long, default_value_t = 20_000)]
     pub gaussians: usize,
@@ -158,6 +160,15 @@ fn camera_for(args: &RenderArgs, g: &Gaussians, builtin: bool) -> Result<Camera>
 }
 
 pub fn render(args: RenderArgs) -> Result<()> {
+    if let (Some(data), Some(ply)) = (&args.data, &args.ply) {
+        return crate::train_cmd::render_dataset(
+            ply,
+            data,
+            &args.data_args,
+            &args.out,
+            args.sh_degree,
+        );
+    }
     let (gaussians, builtin) = match &args.ply {
         Some(path) => (splat_io::read_ply(path)?, false),
         None => {
@@ -173,11 +184,12 @@ pub fn render(args: RenderArgs) -> Result<()> {
         bail!("--sh-degree {sh_degree} is above 3");
     }
     let mut settings = RenderSettings::new(sh_degree);
+    let background = args.data_args.background.unwrap_or([0.0; 3]);
     for k in 0..3 {
-        if !(0.0..=1.0).contains(&args.background[k]) {
+        if !(0.0..=1.0).contains(&background[k]) {
             bail!("--background values must be in [0, 1]");
         }
-        settings.background[k] = args.background[k] as f32;
+        settings.background[k] = background[k] as f32;
     }
     let mut backend = ReferenceBackend;
     let mut buffers = Buffers::default();

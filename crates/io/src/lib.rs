@@ -4,6 +4,7 @@
 //! and renamed into place, so a half-written file never has the final name.
 
 pub mod atomic;
+pub mod dataset;
 pub mod images;
 pub mod ply;
 

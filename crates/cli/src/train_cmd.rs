@@ -1,0 +1,408 @@
+//! `splat train`, `splat eval`, and `splat render --data`.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use splat_io::dataset::{self, Dataset, DatasetFormat, LoadOptions};
+use splat_render::{Backend, ReferenceBackend};
+use splat_train::eval::{evaluate, means};
+use splat_train::run::{self, RunConfig, Start};
+use splat_train::{StepStats, TrainConfig};
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum FormatArg {
+    Colmap,
+    NerfSynthetic,
+    Transforms,
+    Llff,
+}
+
+impl From<FormatArg> for DatasetFormat {
+    fn from(f: FormatArg) -> Self {
+        match f {
+            FormatArg::Colmap => DatasetFormat::Colmap,
+            FormatArg::NerfSynthetic => DatasetFormat::NerfSynthetic,
+            FormatArg::Transforms => DatasetFormat::Transforms,
+            FormatArg::Llff => DatasetFormat::Llff,
+        }
+    }
+}
+
+/// How the dataset is read (shared by train, eval and render).
+#[derive(Args, Clone, Debug, Default)]
+pub struct DataArgs {
+    /// Image folder under the dataset (COLMAP default `images`; LLFF default the largest `images_N`
+    /// resolution present), e.g. `images_8`.
+    #[arg(long, conflicts_with = "downscale")]
+    pub images: Option<String>,
+    /// Downscale images by this integer factor after loading (intrinsics follow).
+    #[arg(long)]
+    pub downscale: Option<u32>,
+    /// Force the dataset format instead of detecting it.
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
+    /// Background "r,g,b" for RGBA images and the renderer (default white for NeRF-synthetic, else black).
+    #[arg(long, value_parser = crate::render_cmd::parse_vec3)]
+    pub background: Option<[f64; 3]>,
+}
+
+impl DataArgs {
+    fn options(&self, eval: bool) -> Result<LoadOptions> {
+        if let Some(bg) = self.background {
+            if bg.iter().any(|v| !(0.0..=1.0).contains(v)) {
+                bail!("--background values must be in [0, 1]");
+            }
+        }
+        Ok(LoadOptions {
+            format: self.format.map(Into::into),
+            images: self.images.clone(),
+            downscale: self.downscale,
+            eval,
+            background: self.background.map(|b| b.map(|v| v as f32)),
+        })
+    }
+}
+
+#[derive(Args)]
+pub struct TrainArgs {
+    /// Dataset folder: COLMAP (sparse/0), NeRF-synthetic (transforms_train.json), instant-ngp /
+    /// nerfstudio (transforms.json) or LLFF (poses_bounds.npy).
+    #[arg(required_unless_present = "resume")]
+    pub data: Option<PathBuf>,
+    /// Output folder (point_cloud.ply, metrics.json, renders/, checkpoints/).
+    #[arg(long, short, required_unless_present = "resume")]
+    pub out: Option<PathBuf>,
+    /// Continue the run in this folder from its last checkpoint, with the data and settings it was
+    /// started with.
+    #[arg(long, conflicts_with_all = ["data", "out"])]
+    pub resume: Option<PathBuf>,
+    #[command(flatten)]
+    pub data_args: DataArgs,
+    /// Number of training steps (the original's default is 30,000).
+    #[arg(long, default_value_t = 30_000)]
+    pub iters: u64,
+    /// Hold out every 8th view (or the dataset's test split) and report metrics on them.
+    #[arg(long)]
+    pub eval: bool,
+    /// Seed of the view order and densification sampling.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Highest SH degree (0..=3).
+    #[arg(long, default_value_t = 3)]
+    pub sh_degree: usize,
+    /// Stop densification from growing beyond this many Gaussians.
+    #[arg(long)]
+    pub max_gaussians: Option<usize>,
+    /// Write a checkpoint every N steps (0: only at the end).
+    #[arg(long, default_value_t = 1000)]
+    pub checkpoint_every: u64,
+    /// Stop after this many steps without final outputs, leaving the checkpoint (for testing resume).
+    #[arg(long, hide = true)]
+    pub stop_after: Option<u64>,
+}
+
+pub fn load_dataset(data: &Path, opts: &LoadOptions) -> Result<Dataset> {
+    let t = Instant::now();
+    let ds = dataset::load(data, opts)?;
+    for w in &ds.warnings {
+        eprintln!("warning: {w}");
+    }
+    for n in &ds.notes {
+        eprintln!("note: {n}");
+    }
+    let (w, h) = ds
+        .train
+        .first()
+        .map(|v| (v.camera.width, v.camera.height))
+        .unwrap_or((0, 0));
+    eprintln!(
+        "loaded {} dataset {}: {} train + {} test views ({w} x {h}), {} initial points{}, extent {:.3}, in {:.1} s",
+        ds.format.name(),
+        data.display(),
+        ds.train.len(),
+        ds.test.len(),
+        ds.points.positions.len(),
+        if ds.points_from_dataset { "" } else { " (random)" },
+        ds.scene_extent,
+        t.elapsed().as_secs_f64()
+    );
+    if ds.train.is_empty() {
+        bail!("{}: no training views", data.display());
+    }
+    Ok(ds)
+}
+
+fn reference_backend() -> Box<dyn Backend + Send> {
+    Box::new(ReferenceBackend)
+}
+
+/// Progress: a bar on a terminal, a plain line every ~2% otherwise.
+struct Progress {
+    bar: Option<ProgressBar>,
+    total: u64,
+    every: u64,
+    started: Instant,
+    first: u64,
+    ema_loss: f64,
+    ema_psnr: f64,
+}
+
+impl Progress {
+    fn new(first: u64, total: u64) -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let b = ProgressBar::new(total);
+            b.set_style(
+                ProgressStyle::with_template("{bar:30} {pos}/{len} {per_sec} ETA {eta} {msg}")
+                    .expect("valid template"),
+            );
+            b.set_position(first);
+            b
+        });
+        Progress {
+            bar,
+            total,
+            every: (total / 50).max(1),
+            started: Instant::now(),
+            first,
+            ema_loss: 0.0,
+            ema_psnr: 0.0,
+        }
+    }
+
+    fn update(&mut self, s: &StepStats) {
+        let a = if self.ema_loss == 0.0 { 1.0 } else { 0.05 };
+        self.ema_loss += a * (s.loss - self.ema_loss);
+        self.ema_psnr += a * (s.psnr - self.ema_psnr);
+        let msg = format!(
+            "loss {:.4} psnr {:.2} gaussians {}",
+            self.ema_loss, self.ema_psnr, s.num_gaussians
+        );
+        if let Some(b) = &self.bar {
+            b.set_position(s.step);
+            if s.step.is_multiple_of(10) {
+                b.set_message(msg);
+            }
+        } else if s.step.is_multiple_of(self.every) || s.step == self.total {
+            let el = self.started.elapsed().as_secs_f64();
+            let rate = (s.step - self.first) as f64 / el.max(1e-9);
+            let eta = (self.total - s.step) as f64 / rate.max(1e-9);
+            eprintln!(
+                "step {}/{} {rate:.2} it/s ETA {eta:.0} s {msg}",
+                s.step, self.total
+            );
+        }
+        if let Some(d) = s.densified {
+            let line = format!(
+                "step {}: densified: {} cloned, {} split, {} pruned -> {} Gaussians",
+                s.step, d.cloned, d.split, d.pruned, s.num_gaussians
+            );
+            match &self.bar {
+                Some(b) if s.step.is_multiple_of(1000) => b.println(line),
+                None if s.step.is_multiple_of(1000) => eprintln!("{line}"),
+                _ => {}
+            }
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+pub fn train(args: TrainArgs) -> Result<()> {
+    let (dir, cfg, start) = match &args.resume {
+        Some(dir) => {
+            let cfg = run::read_config(dir).context("cannot resume")?;
+            let (state, info) = run::read_checkpoint(dir).context("cannot resume")?;
+            eprintln!(
+                "resuming {} from step {} of {}",
+                dir.display(),
+                state.step,
+                cfg.train.iterations
+            );
+            (dir.clone(), cfg, Start::Resume(Box::new(state), info))
+        }
+        None => {
+            if args.sh_degree > 3 {
+                bail!("--sh-degree {} is above 3", args.sh_degree);
+            }
+            if args.iters == 0 {
+                bail!("--iters must be at least 1");
+            }
+            let data = args.data.clone().expect("required by clap");
+            let data = std::fs::canonicalize(&data)
+                .with_context(|| format!("{}: dataset folder not found", data.display()))?;
+            let train = TrainConfig {
+                iterations: args.iters,
+                seed: args.seed,
+                sh_degree: args.sh_degree,
+                max_gaussians: args.max_gaussians,
+                ..TrainConfig::default()
+            };
+            let cfg = RunConfig {
+                data,
+                load: args.data_args.options(args.eval)?,
+                train,
+                checkpoint_every: args.checkpoint_every,
+            };
+            (
+                args.out.clone().expect("required by clap"),
+                cfg,
+                Start::Fresh,
+            )
+        }
+    };
+    let ds = load_dataset(&cfg.data, &cfg.load)?;
+    let first = match &start {
+        Start::Resume(s, _) => s.step,
+        Start::Fresh => 0,
+    };
+    eprintln!(
+        "training {} steps on the {} backend into {}",
+        cfg.train.iterations,
+        reference_backend().name(),
+        dir.display()
+    );
+    let mut progress = Progress::new(first, cfg.train.iterations);
+    let metrics = run::train_run(
+        &dir,
+        &cfg,
+        &ds,
+        start,
+        &reference_backend,
+        args.stop_after,
+        &mut |s| progress.update(s),
+    )?;
+    progress.finish();
+    match metrics {
+        Some(m) => {
+            println!(
+                "{} views: PSNR {:.2} dB, SSIM {:.4}; {} Gaussians; {} steps in {:.1} s ({:.2} it/s)",
+                m.split, m.psnr, m.ssim, m.num_gaussians, m.iterations, m.train_seconds, m.its_per_second
+            );
+            println!("outputs in {}", dir.display());
+        }
+        None => println!(
+            "stopped; resume with: splat train --resume {}",
+            dir.display()
+        ),
+    }
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct EvalArgs {
+    /// A training output folder (its point_cloud.ply) or a PLY file.
+    pub scene: PathBuf,
+    /// Dataset whose test views are evaluated (default: the one the run in SCENE was trained on).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    #[command(flatten)]
+    pub data_args: DataArgs,
+    /// SH degree to render with (default: all the scene has).
+    #[arg(long)]
+    pub sh_degree: Option<usize>,
+}
+
+/// The PLY of a scene argument and, for a run folder, its config.
+fn scene_and_config(scene: &Path) -> Result<(PathBuf, Option<RunConfig>)> {
+    if scene.is_dir() {
+        let ply = scene.join("point_cloud.ply");
+        let cfg = run::read_config(scene).ok();
+        Ok((ply, cfg))
+    } else {
+        Ok((scene.to_path_buf(), None))
+    }
+}
+
+fn eval_dataset(
+    data: &Option<PathBuf>,
+    data_args: &DataArgs,
+    cfg: &Option<RunConfig>,
+) -> Result<Dataset> {
+    let (path, mut opts) = match (data, cfg) {
+        (Some(d), _) => (d.clone(), data_args.options(true)?),
+        (None, Some(c)) => (c.data.clone(), c.load.clone()),
+        (None, None) => bail!("--data is required when SCENE is not a training output folder"),
+    };
+    opts.eval = true;
+    if data.is_some() || data_args.images.is_some() || data_args.downscale.is_some() {
+        let explicit = data_args.options(true)?;
+        opts.images = explicit.images.or(opts.images);
+        opts.downscale = explicit.downscale.or(opts.downscale);
+    }
+    load_dataset(&path, &opts)
+}
+
+pub fn eval(args: EvalArgs) -> Result<()> {
+    let (ply, cfg) = scene_and_config(&args.scene)?;
+    let g = splat_io::read_ply(&ply)?;
+    let ds = eval_dataset(&args.data, &args.data_args, &cfg)?;
+    let views = if ds.test.is_empty() {
+        &ds.train
+    } else {
+        &ds.test
+    };
+    let degree = args.sh_degree.unwrap_or(g.sh_degree).min(g.sh_degree);
+    let mut backend = ReferenceBackend;
+    let m = evaluate(&mut backend, &g, views, ds.background, degree, |_, _| {});
+    for v in &m {
+        println!("{}: PSNR {:.2} dB, SSIM {:.4}", v.name, v.psnr, v.ssim);
+    }
+    let (p, s) = means(&m);
+    println!(
+        "mean over {} {} views: PSNR {p:.2} dB, SSIM {s:.4} ({} Gaussians)",
+        m.len(),
+        if ds.test.is_empty() { "train" } else { "test" },
+        g.len()
+    );
+    Ok(())
+}
+
+/// `splat render PLY --data DATA --out DIR`: every test view (all views without a split) to PNGs.
+pub fn render_dataset(
+    ply: &Path,
+    data: &Path,
+    data_args: &DataArgs,
+    out: &Path,
+    sh_degree: Option<usize>,
+) -> Result<()> {
+    let g = splat_io::read_ply(ply)?;
+    let ds = load_dataset(data, &data_args.options(true)?)?;
+    let views = if ds.test.is_empty() {
+        &ds.train
+    } else {
+        &ds.test
+    };
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("{}: cannot create the folder", out.display()))?;
+    let degree = sh_degree.unwrap_or(g.sh_degree).min(g.sh_degree);
+    let mut backend = ReferenceBackend;
+    let mut err = None;
+    let m = evaluate(&mut backend, &g, views, ds.background, degree, |v, img| {
+        let stem = Path::new(&v.name)
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let path = out.join(format!("{stem}.png"));
+        if let Err(e) = splat_io::images::save_png(&path, v.camera.width, v.camera.height, img) {
+            err.get_or_insert(e);
+        }
+    });
+    if let Some(e) = err {
+        return Err(e.into());
+    }
+    let (p, s) = means(&m);
+    println!(
+        "rendered {} views to {} (PSNR {p:.2} dB, SSIM {s:.4})",
+        m.len(),
+        out.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,451 @@
+//! Posed-image datasets: COLMAP, NeRF-synthetic and instant-ngp/nerfstudio `transforms.json`, LLFF
+//! `poses_bounds.npy`. Every loader produces the same [`Dataset`]: OpenCV-convention pinhole cameras
+//! matching the images as decoded (undistorted where the capture had distortion), the images in memory,
+//! initial points, and the train/test split.
+
+pub mod colmap;
+pub mod imageload;
+pub mod llff;
+pub mod transforms;
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use splat_core::Camera;
+
+pub use colmap::Points;
+pub use imageload::Rgb8Image;
+
+/// A dataset problem, naming the file or folder.
+#[derive(Debug, thiserror::Error)]
+pub enum DatasetError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {message}", path.display())]
+    Invalid { path: PathBuf, message: String },
+}
+
+impl DatasetError {
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
+        DatasetError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+    pub fn invalid(path: &Path, message: impl Into<String>) -> Self {
+        DatasetError::Invalid {
+            path: path.to_path_buf(),
+            message: message.into(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DatasetFormat {
+    Colmap,
+    NerfSynthetic,
+    Transforms,
+    Llff,
+}
+
+impl DatasetFormat {
+    pub fn name(self) -> &'static str {
+        match self {
+            DatasetFormat::Colmap => "COLMAP",
+            DatasetFormat::NerfSynthetic => "NeRF-synthetic",
+            DatasetFormat::Transforms => "transforms.json",
+            DatasetFormat::Llff => "LLFF",
+        }
+    }
+}
+
+/// How to load a dataset.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LoadOptions {
+    /// Force a format instead of detecting it.
+    pub format: Option<DatasetFormat>,
+    /// Image folder under the root (COLMAP: default `images`; LLFF: default the smallest `images_N`).
+    pub images: Option<String>,
+    /// Integer downscale factor applied after decoding.
+    pub downscale: Option<u32>,
+    /// Hold out test views (every 8th by name, or the dataset's own test split).
+    pub eval: bool,
+    /// Background for RGBA images and the renderer (default: white for NeRF-synthetic, else black).
+    pub background: Option<[f32; 3]>,
+}
+
+/// One posed image.
+#[derive(Clone, Debug)]
+pub struct View {
+    pub name: String,
+    pub camera: Camera,
+    pub image: Rgb8Image,
+}
+
+#[derive(Clone, Debug)]
+pub struct Dataset {
+    pub root: PathBuf,
+    pub format: DatasetFormat,
+    pub train: Vec<View>,
+    pub test: Vec<View>,
+    /// Initial points with colours (SfM points, or random ones where the dataset has none).
+    pub points: Points,
+    /// Whether `points` came from the dataset (true) or were generated.
+    pub points_from_dataset: bool,
+    pub background: [f32; 3],
+    /// 1.1 x the largest distance of a camera centre from the mean centre.
+    pub scene_extent: f64,
+    /// Things the user should know (missing frames, name matching by order).
+    pub warnings: Vec<String>,
+    /// What was done (undistortion, downscaling), for the log.
+    pub notes: Vec<String>,
+}
+
+impl Dataset {
+    pub fn all_views(&self) -> impl Iterator<Item = &View> {
+        self.train.iter().chain(self.test.iter())
+    }
+}
+
+/// Detects the format of a dataset folder.
+pub fn detect(root: &Path) -> Result<DatasetFormat, DatasetError> {
+    if !root.is_dir() {
+        return Err(DatasetError::invalid(
+            root,
+            "not a folder (expected a dataset folder)",
+        ));
+    }
+    if colmap::find_model_dir(root).is_some() {
+        Ok(DatasetFormat::Colmap)
+    } else if root.join("transforms_train.json").is_file() {
+        Ok(DatasetFormat::NerfSynthetic)
+    } else if root.join("transforms.json").is_file() {
+        Ok(DatasetFormat::Transforms)
+    } else if root.join("poses_bounds.npy").is_file() {
+        Ok(DatasetFormat::Llff)
+    } else {
+        Err(DatasetError::invalid(
+            root,
+            "no dataset found: expected sparse/0 (COLMAP), transforms_train.json (NeRF-synthetic), \
+             transforms.json (instant-ngp/nerfstudio) or poses_bounds.npy (LLFF)",
+        ))
+    }
+}
+
+/// Loads a dataset.
+pub fn load(root: &Path, opts: &LoadOptions) -> Result<Dataset, DatasetError> {
+    let format = match opts.format {
+        Some(f) => f,
+        None => detect(root)?,
+    };
+    if let Some(0) = opts.downscale {
+        return Err(DatasetError::invalid(
+            root,
+            "--downscale must be at least 1",
+        ));
+    }
+    let mut ds = match format {
+        DatasetFormat::Colmap => load_colmap(root, opts)?,
+        DatasetFormat::NerfSynthetic => transforms::load_nerf_synthetic(root, opts)?,
+        DatasetFormat::Transforms => transforms::load_transforms(root, opts)?,
+        DatasetFormat::Llff => llff::load_llff(root, opts)?,
+    };
+    ds.scene_extent = scene_extent(ds.all_views().map(|v| &v.camera));
+    Ok(ds)
+}
+
+/// 1.1 x the largest distance of a camera centre from the mean of the centres (the original's
+/// `spatial_lr_scale`).
+pub fn scene_extent<'a>(cameras: impl Iterator<Item = &'a Camera>) -> f64 {
+    let centers: Vec<[f64; 3]> = cameras.map(|c| c.center()).collect();
+    if centers.is_empty() {
+        return 1.0;
+    }
+    let n = centers.len() as f64;
+    let mean: [f64; 3] = std::array::from_fn(|k| centers.iter().map(|c| c[k]).sum::<f64>() / n);
+    let max = centers
+        .iter()
+        .map(|c| (0..3).map(|k| (c[k] - mean[k]).powi(2)).sum::<f64>().sqrt())
+        .fold(0.0, f64::max);
+    let extent = 1.1 * max;
+    if extent > 0.0 {
+        extent
+    } else {
+        1.0
+    }
+}
+
+/// A view to be loaded: where its image is and how to turn it into a pinhole camera.
+pub(crate) struct PendingView {
+    pub name: String,
+    pub path: PathBuf,
+    /// World-to-camera rotation and translation.
+    pub rotation: [[f64; 3]; 3],
+    pub translation: [f64; 3],
+    /// Intrinsics at the resolution `ref_size`; scaled to the image as decoded.
+    pub intrinsics: imageload::Intrinsics,
+    pub ref_size: (f64, f64),
+}
+
+/// Decodes, downscales and undistorts pending views in parallel. Missing or unreadable images are
+/// skipped with a warning when others load; if none load, the first error is returned.
+pub(crate) fn load_views(
+    pending: Vec<PendingView>,
+    opts: &LoadOptions,
+    background: [f32; 3],
+    warnings: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) -> Result<Vec<View>, DatasetError> {
+    let factor = opts.downscale.unwrap_or(1);
+    let results: Vec<Result<View, DatasetError>> = pending
+        .into_par_iter()
+        .map(|p| {
+            let raw = imageload::load_rgb(&p.path, background)?;
+            let img = imageload::downscale(&raw, factor);
+            let sx = img.width as f64 / p.ref_size.0;
+            let sy = img.height as f64 / p.ref_size.1;
+            let k = imageload::Intrinsics {
+                fx: p.intrinsics.fx * sx,
+                fy: p.intrinsics.fy * sy,
+                cx: p.intrinsics.cx * sx,
+                cy: p.intrinsics.cy * sy,
+                distortion: p.intrinsics.distortion,
+            };
+            let image = if k.distortion.iter().any(|&d| d != 0.0) {
+                imageload::undistort(&img, &k)
+            } else {
+                img
+            };
+            Ok(View {
+                name: p.name,
+                camera: Camera {
+                    width: image.width,
+                    height: image.height,
+                    fx: k.fx,
+                    fy: k.fy,
+                    cx: k.cx,
+                    cy: k.cy,
+                    rotation: p.rotation,
+                    translation: p.translation,
+                },
+                image,
+            })
+        })
+        .collect();
+    let mut views = Vec::new();
+    let mut failed = Vec::new();
+    for r in results {
+        match r {
+            Ok(v) => views.push(v),
+            Err(e) => failed.push(e),
+        }
+    }
+    if views.is_empty() {
+        return Err(failed
+            .into_iter()
+            .next()
+            .expect("no views at all is caught earlier"));
+    }
+    if !failed.is_empty() {
+        let list: Vec<String> = failed.iter().take(10).map(|e| e.to_string()).collect();
+        warnings.push(format!(
+            "{} image(s) could not be loaded and are skipped: {}{}",
+            failed.len(),
+            list.join("; "),
+            if failed.len() > 10 { "; ..." } else { "" }
+        ));
+    }
+    if factor > 1 {
+        notes.push(format!("images downscaled by {factor}"));
+    }
+    Ok(views)
+}
+
+/// Every 8th view (sorted by name) is a test view when `eval`; otherwise all train.
+pub(crate) fn split_every_8th(mut views: Vec<View>, eval: bool) -> (Vec<View>, Vec<View>) {
+    views.sort_by(|a, b| a.name.cmp(&b.name));
+    if !eval {
+        return (views, Vec::new());
+    }
+    let mut train = Vec::new();
+    let mut test = Vec::new();
+    for (i, v) in views.into_iter().enumerate() {
+        if i % 8 == 0 {
+            test.push(v);
+        } else {
+            train.push(v);
+        }
+    }
+    (train, test)
+}
+
+/// Files of an image folder, sorted by name.
+pub(crate) fn list_images(dir: &Path) -> Result<Vec<String>, DatasetError> {
+    let rd = std::fs::read_dir(dir).map_err(|e| DatasetError::io(dir, e))?;
+    let mut names: Vec<String> = rd
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_file())
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| {
+            let l = n.to_ascii_lowercase();
+            l.ends_with(".png") || l.ends_with(".jpg") || l.ends_with(".jpeg")
+        })
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+fn load_colmap(root: &Path, opts: &LoadOptions) -> Result<Dataset, DatasetError> {
+    let model_dir = colmap::find_model_dir(root)
+        .ok_or_else(|| DatasetError::invalid(root, "no COLMAP model in sparse/0 or sparse"))?;
+    let recon = colmap::read_model(&model_dir)?;
+    let folder = opts.images.clone().unwrap_or_else(|| "images".to_string());
+    let image_dir = root.join(&folder);
+    if !image_dir.is_dir() {
+        return Err(DatasetError::invalid(
+            &image_dir,
+            "image folder not found (use --images SUBDIR)",
+        ));
+    }
+    let mut warnings = Vec::new();
+    let mut notes = Vec::new();
+    let present = list_images(&image_dir)?;
+    let any_by_name = recon
+        .images
+        .iter()
+        .any(|im| image_dir.join(&im.name).is_file());
+    let by_order = !any_by_name && present.len() == recon.images.len();
+    if by_order {
+        warnings.push(format!(
+            "image names in {} are not in {}; matching the {} images by sorted order (as the LLFF tools do)",
+            model_dir.display(),
+            image_dir.display(),
+            present.len()
+        ));
+    }
+    let mut pending = Vec::new();
+    let mut missing = Vec::new();
+    for (i, im) in recon.images.iter().enumerate() {
+        let path = if by_order {
+            image_dir.join(&present[i])
+        } else {
+            image_dir.join(&im.name)
+        };
+        if !path.is_file() {
+            missing.push(im.name.clone());
+            continue;
+        }
+        let cam = &recon.cameras[&im.camera_id];
+        pending.push(PendingView {
+            name: im.name.clone(),
+            path,
+            rotation: colmap::qvec_to_rotation(im.qvec),
+            translation: im.tvec,
+            intrinsics: imageload::Intrinsics {
+                fx: cam.fx,
+                fy: cam.fy,
+                cx: cam.cx,
+                cy: cam.cy,
+                distortion: cam.distortion,
+            },
+            ref_size: (cam.width as f64, cam.height as f64),
+        });
+    }
+    if pending.is_empty() {
+        return Err(DatasetError::invalid(
+            &image_dir,
+            format!(
+                "none of the {} images of the reconstruction is here (first: {:?}) and the folder has {} images",
+                recon.images.len(),
+                recon.images[0].name,
+                present.len()
+            ),
+        ));
+    }
+    if !missing.is_empty() {
+        warnings.push(format!(
+            "{} image(s) listed in the reconstruction are missing from {} and are skipped: {}",
+            missing.len(),
+            image_dir.display(),
+            missing
+                .iter()
+                .take(10)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let distorted: Vec<String> = recon
+        .cameras
+        .iter()
+        .filter(|(_, c)| c.is_distorted())
+        .map(|(id, c)| format!("camera {id} ({:?})", c.model))
+        .collect();
+    if !distorted.is_empty() {
+        notes.push(format!("undistorting to pinhole: {}", distorted.join(", ")));
+    }
+    let background = opts.background.unwrap_or([0.0; 3]);
+    let views = load_views(pending, opts, background, &mut warnings, &mut notes)?;
+    let (train, test) = split_every_8th(views, opts.eval);
+    let has_points = !recon.points.positions.is_empty();
+    let mut ds = Dataset {
+        root: root.to_path_buf(),
+        format: DatasetFormat::Colmap,
+        train,
+        test,
+        points: recon.points,
+        points_from_dataset: has_points,
+        background,
+        scene_extent: 1.0,
+        warnings,
+        notes,
+    };
+    if !has_points {
+        ds.warnings
+            .push("the reconstruction has no 3D points; starting from random points".into());
+        ds.points = random_points_in_views(&ds, 100_000, 0.5, 20.0, 0);
+    }
+    Ok(ds)
+}
+
+/// Random initial points: random pixels of random training views unprojected to a random depth in
+/// `[near, far]`, coloured by the pixel.
+pub(crate) fn random_points_in_views(
+    ds: &Dataset,
+    count: usize,
+    near: f64,
+    far: f64,
+    seed: u64,
+) -> Points {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let views: Vec<&View> = ds.all_views().collect();
+    let mut pts = Points::default();
+    for _ in 0..count {
+        let v = views[rng.random_range(0..views.len())];
+        let c = &v.camera;
+        let (x, y) = (rng.random_range(0..c.width), rng.random_range(0..c.height));
+        let depth = rng.random_range(near..far);
+        let cam_pt = [
+            (x as f64 + 0.5 - c.cx) / c.fx * depth,
+            (y as f64 + 0.5 - c.cy) / c.fy * depth,
+            depth,
+        ];
+        // world = R^T (p - t)
+        let d = [
+            cam_pt[0] - c.translation[0],
+            cam_pt[1] - c.translation[1],
+            cam_pt[2] - c.translation[2],
+        ];
+        let w = splat_core::math::mat3_t_vec(&c.rotation, d);
+        let o = ((y * c.width + x) * 3) as usize;
+        pts.positions.push(w);
+        pts.colors
+            .push([v.image.data[o], v.image.data[o + 1], v.image.data[o + 2]]);
+    }
+    pts
+}

@@ -1,0 +1,191 @@
+//! Checkpoints: the whole [`TrainState`] in a small binary format, so a resumed run continues bit for bit.
+//!
+//! Layout (little-endian): magic `SPLATCK1`, `u32` version, `u64` step, `u32` active and stored SH degree,
+//! the generator (`[u8; 32]` seed, `u64` stream, `u128` word position), the epoch order and position, the
+//! parameter arrays, per Adam group its step and moments, the densification statistics, and an FNV-1a
+//! checksum of everything before it. Every length is checked against the bytes present.
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use splat_core::Gaussians;
+
+use crate::adam::AdamState;
+use crate::state::{TrainState, GROUPS};
+
+const MAGIC: &[u8; 8] = b"SPLATCK1";
+const VERSION: u32 = 1;
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn f32s(&mut self, v: &[f32]) {
+        self.u64(v.len() as u64);
+        for x in v {
+            self.0.extend_from_slice(&x.to_le_bytes());
+        }
+    }
+}
+
+/// Serializes a state.
+pub fn to_bytes(s: &TrainState) -> Vec<u8> {
+    let mut w = Writer(Vec::new());
+    w.0.extend_from_slice(MAGIC);
+    w.u32(VERSION);
+    w.u64(s.step);
+    w.u32(s.active_sh_degree as u32);
+    w.u32(s.gaussians.sh_degree as u32);
+    w.0.extend_from_slice(&s.rng.get_seed());
+    w.u64(s.rng.get_stream());
+    w.0.extend_from_slice(&s.rng.get_word_pos().to_le_bytes());
+    w.u64(s.epoch_pos as u64);
+    w.u64(s.epoch_order.len() as u64);
+    for &v in &s.epoch_order {
+        w.u32(v);
+    }
+    let g = &s.gaussians;
+    w.u64(g.len() as u64);
+    w.f32s(g.means.as_flattened());
+    w.f32s(g.log_scales.as_flattened());
+    w.f32s(g.rotations.as_flattened());
+    w.f32s(&g.opacity_logits);
+    w.f32s(g.sh_dc.as_flattened());
+    w.f32s(&g.sh_rest);
+    for a in &s.adam {
+        w.u64(a.step);
+        w.f32s(&a.m);
+        w.f32s(&a.v);
+    }
+    w.f32s(&s.grad_accum);
+    w.f32s(&s.grad_count);
+    w.f32s(&s.max_radii);
+    let sum = fnv1a(&w.0);
+    w.u64(sum);
+    w.0
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        if self.b.len() - self.pos < n {
+            return Err(format!("truncated at byte {}", self.pos));
+        }
+        let s = &self.b[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    }
+    fn f32s(&mut self, expect: usize, what: &str) -> Result<Vec<f32>, String> {
+        let n = self.u64()? as usize;
+        if n != expect {
+            return Err(format!("{what}: {n} values, expected {expect}"));
+        }
+        let raw = self.take(n.checked_mul(4).ok_or("length overflow")?)?;
+        Ok(raw
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect())
+    }
+}
+
+fn chunks<const N: usize>(v: Vec<f32>) -> Vec<[f32; N]> {
+    v.chunks_exact(N).map(|c| c.try_into().unwrap()).collect()
+}
+
+/// Parses a checkpoint; the error says what is wrong.
+pub fn from_bytes(b: &[u8]) -> Result<TrainState, String> {
+    if b.len() < 16 || &b[..8] != MAGIC {
+        return Err("not a splat checkpoint".into());
+    }
+    let body = &b[..b.len() - 8];
+    let stored = u64::from_le_bytes(b[b.len() - 8..].try_into().unwrap());
+    if fnv1a(body) != stored {
+        return Err("checksum mismatch (truncated or corrupted)".into());
+    }
+    let mut r = Reader { b: body, pos: 8 };
+    let version = r.u32()?;
+    if version != VERSION {
+        return Err(format!("version {version}, expected {VERSION}"));
+    }
+    let step = r.u64()?;
+    let active = r.u32()? as usize;
+    let degree = r.u32()? as usize;
+    if degree > 3 || active > degree {
+        return Err(format!("SH degrees {active}/{degree}"));
+    }
+    let seed: [u8; 32] = r.take(32)?.try_into().unwrap();
+    let stream = r.u64()?;
+    let word_pos = u128::from_le_bytes(r.take(16)?.try_into().unwrap());
+    let mut rng = ChaCha8Rng::from_seed(seed);
+    rng.set_stream(stream);
+    rng.set_word_pos(word_pos);
+    let epoch_pos = r.u64()? as usize;
+    let order_len = r.u64()? as usize;
+    if order_len > (body.len() - r.pos) / 4 {
+        return Err("epoch order longer than the file".into());
+    }
+    let epoch_order = (0..order_len)
+        .map(|_| r.u32())
+        .collect::<Result<Vec<_>, _>>()?;
+    let n = r.u64()? as usize;
+    if n > body.len() / 4 {
+        return Err("Gaussian count larger than the file".into());
+    }
+    let mut g = Gaussians::<f32>::new(degree);
+    let rest = g.sh_rest_len();
+    g.means = chunks::<3>(r.f32s(3 * n, "means")?);
+    g.log_scales = chunks::<3>(r.f32s(3 * n, "log_scales")?);
+    g.rotations = chunks::<4>(r.f32s(4 * n, "rotations")?);
+    g.opacity_logits = r.f32s(n, "opacity_logits")?;
+    g.sh_dc = chunks::<3>(r.f32s(3 * n, "sh_dc")?);
+    g.sh_rest = r.f32s(rest * n, "sh_rest")?;
+    let widths = [3, 3, rest, 1, 3, 4];
+    let mut adam = Vec::new();
+    for (gi, name) in GROUPS.iter().enumerate() {
+        let st = r.u64()?;
+        let m = r.f32s(widths[gi] * n, name)?;
+        let v = r.f32s(widths[gi] * n, name)?;
+        adam.push(AdamState { m, v, step: st });
+    }
+    let grad_accum = r.f32s(n, "grad_accum")?;
+    let grad_count = r.f32s(n, "grad_count")?;
+    let max_radii = r.f32s(n, "max_radii")?;
+    if r.pos != body.len() {
+        return Err("trailing bytes".into());
+    }
+    Ok(TrainState {
+        gaussians: g,
+        adam,
+        step,
+        active_sh_degree: active,
+        rng,
+        epoch_order,
+        epoch_pos,
+        grad_accum,
+        grad_count,
+        max_radii,
+    })
+}

@@ -1,0 +1,236 @@
+//! Adaptive density control, as the original: statistics of the view-space positional gradient, then every
+//! `densify_interval` steps clone (small Gaussians), split (large ones) and prune; and the periodic opacity
+//! reset. Parameters, Adam moments and statistics are edited together; new Gaussians start with zero
+//! moments.
+//!
+//! The statistic is the norm of the gradient of the loss with respect to the projected 2D mean, expressed in
+//! normalized device coordinates (`grad_px * width / 2`, `grad_py * height / 2`): the original computes the
+//! gradient with respect to NDC, and its 0.0002 threshold is in those units.
+
+use rand::Rng;
+use rand_distr::StandardNormal;
+use splat_core::math::{mat3_vec, quat_to_mat};
+use splat_core::{logit, sigmoid, Gaussians};
+use splat_render::{Projected, ProjectedGrads};
+
+use crate::adam::AdamState;
+use crate::config::TrainConfig;
+use crate::state::{group_params, group_width, TrainState, GROUPS};
+
+/// Adds one view's statistics for the visible Gaussians.
+pub fn accumulate_stats(
+    state: &mut TrainState,
+    projected: &Projected<f32>,
+    grads: &ProjectedGrads<f32>,
+    width: u32,
+    height: u32,
+) {
+    let (hw, hh) = (0.5 * width as f32, 0.5 * height as f32);
+    for i in 0..state.len() {
+        let r = projected.radii[i];
+        if r == 0 {
+            continue;
+        }
+        let [gx, gy] = grads.grad_means2d[i];
+        state.grad_accum[i] += ((gx * hw).powi(2) + (gy * hh).powi(2)).sqrt();
+        state.grad_count[i] += 1.0;
+        state.max_radii[i] = state.max_radii[i].max(r as f32);
+    }
+}
+
+/// What one densification did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DensifyReport {
+    pub cloned: usize,
+    pub split: usize,
+    pub pruned: usize,
+}
+
+fn max_scale(g: &Gaussians<f32>, i: usize) -> f32 {
+    g.log_scales[i]
+        .iter()
+        .cloned()
+        .fold(f32::NEG_INFINITY, f32::max)
+        .exp()
+}
+
+/// Where a Gaussian of the edited set comes from.
+#[derive(Clone, Copy)]
+enum Source {
+    Old(usize),
+    /// Index into the new Gaussians (split children).
+    New(usize),
+}
+
+/// Clone, split and prune at iteration `step`.
+pub fn densify_and_prune(
+    state: &mut TrainState,
+    cfg: &TrainConfig,
+    extent: f64,
+    step: u64,
+) -> DensifyReport {
+    let n = state.len();
+    let g = &state.gaussians;
+    let threshold = cfg.densify_grad_threshold as f32;
+    let dense = (cfg.percent_dense * extent) as f32;
+    let avg: Vec<f32> = (0..n)
+        .map(|i| {
+            let c = state.grad_count[i];
+            if c > 0.0 {
+                state.grad_accum[i] / c
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let mut candidates: Vec<usize> = (0..n).filter(|&i| avg[i] >= threshold).collect();
+    if let Some(cap) = cfg.max_gaussians {
+        // Each clone or split adds one Gaussian; keep the ones with the largest gradients.
+        let budget = cap.saturating_sub(n);
+        if candidates.len() > budget {
+            candidates.sort_by(|&a, &b| avg[b].total_cmp(&avg[a]).then(a.cmp(&b)));
+            candidates.truncate(budget);
+            candidates.sort_unstable();
+        }
+    }
+    let mut is_clone = vec![false; n];
+    let mut is_split = vec![false; n];
+    for &i in &candidates {
+        if max_scale(g, i) <= dense {
+            is_clone[i] = true;
+        } else {
+            is_split[i] = true;
+        }
+    }
+
+    // Split children: 2 per parent, positions sampled from the parent, scales / 1.6.
+    let mut children = Gaussians::<f32>::new(g.sh_degree);
+    let shrink = (1.6f32).ln();
+    for i in (0..n).filter(|&i| is_split[i]) {
+        let q = g.rotations[i];
+        let norm = q.iter().map(|v| v * v).sum::<f32>().sqrt();
+        let rot = quat_to_mat(q.map(|v| v / norm));
+        let scale = g.log_scales[i].map(f32::exp);
+        for _ in 0..2 {
+            let z: [f32; 3] =
+                std::array::from_fn(|k| state.rng.sample::<f32, _>(StandardNormal) * scale[k]);
+            let off = mat3_vec(&rot, z);
+            let m = g.means[i];
+            children.push(
+                [m[0] + off[0], m[1] + off[1], m[2] + off[2]],
+                g.log_scales[i].map(|s| s - shrink),
+                q,
+                g.opacity_logits[i],
+                g.sh_dc[i],
+                g.sh_rest_of(i),
+            );
+        }
+    }
+
+    // The edited set, before pruning: survivors, clones, children (the original's order).
+    let mut rows: Vec<(Source, f32)> = Vec::with_capacity(n + candidates.len() * 2);
+    for i in (0..n).filter(|&i| !is_split[i]) {
+        rows.push((Source::Old(i), state.max_radii[i]));
+    }
+    for i in (0..n).filter(|&i| is_clone[i]) {
+        rows.push((Source::Old(i), state.max_radii[i]));
+    }
+    for k in 0..children.len() {
+        rows.push((Source::New(k), 0.0));
+    }
+    let before_prune = rows.len();
+    let late = step > cfg.opacity_reset_interval;
+    let big_world = (cfg.prune_world_scale * extent) as f32;
+    rows.retain(|&(src, radius)| {
+        let (gs, i) = match src {
+            Source::Old(i) => (&state.gaussians, i),
+            Source::New(k) => (&children, k),
+        };
+        let opacity = sigmoid(gs.opacity_logits[i]);
+        let mut prune = opacity < cfg.min_opacity as f32;
+        if late {
+            prune |= max_scale(gs, i) > big_world;
+            if let Some(r) = cfg.prune_screen_radius {
+                prune |= radius > r as f32;
+            }
+        }
+        !prune
+    });
+    let report = DensifyReport {
+        cloned: is_clone.iter().filter(|&&c| c).count(),
+        split: is_split.iter().filter(|&&s| s).count(),
+        pruned: before_prune - rows.len(),
+    };
+    rebuild(state, &rows, &children);
+    report
+}
+
+/// Replaces parameters and moments by the rows' sources; resets the statistics.
+fn rebuild(state: &mut TrainState, rows: &[(Source, f32)], children: &Gaussians<f32>) {
+    let old = &state.gaussians;
+    let mut g = Gaussians::<f32>::new(old.sh_degree);
+    for &(src, _) in rows {
+        let (gs, i) = match src {
+            Source::Old(i) => (old, i),
+            Source::New(k) => (children, k),
+        };
+        g.push(
+            gs.means[i],
+            gs.log_scales[i],
+            gs.rotations[i],
+            gs.opacity_logits[i],
+            gs.sh_dc[i],
+            gs.sh_rest_of(i),
+        );
+    }
+    let mut adam = Vec::with_capacity(GROUPS.len());
+    for (gi, st) in state.adam.iter().enumerate() {
+        let w = group_width(old, gi);
+        let mut m = Vec::with_capacity(rows.len() * w);
+        let mut v = Vec::with_capacity(rows.len() * w);
+        for &(src, _) in rows {
+            match src {
+                Source::Old(i) => {
+                    m.extend_from_slice(&st.m[i * w..(i + 1) * w]);
+                    v.extend_from_slice(&st.v[i * w..(i + 1) * w]);
+                }
+                Source::New(_) => {
+                    m.extend(std::iter::repeat_n(0.0, w));
+                    v.extend(std::iter::repeat_n(0.0, w));
+                }
+            }
+        }
+        adam.push(AdamState {
+            m,
+            v,
+            step: st.step,
+        });
+    }
+    let n = g.len();
+    state.gaussians = g;
+    state.adam = adam;
+    reset_stats(state, n);
+}
+
+/// Zeroes the densification statistics for `n` Gaussians.
+pub fn reset_stats(state: &mut TrainState, n: usize) {
+    for v in [
+        &mut state.grad_accum,
+        &mut state.grad_count,
+        &mut state.max_radii,
+    ] {
+        v.clear();
+        v.resize(n, 0.0);
+    }
+}
+
+/// `opacity = min(opacity, 0.01)`, with the opacity moments zeroed.
+pub fn reset_opacity(state: &mut TrainState) {
+    let cap = logit(0.01f32);
+    for l in group_params(&mut state.gaussians, 3) {
+        *l = l.min(cap);
+    }
+    let st = &mut state.adam[3];
+    st.m.fill(0.0);
+    st.v.fill(0.0);
+}

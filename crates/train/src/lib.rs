@@ -1,0 +1,22 @@
+//! Training of 3D Gaussian splats with the original 3DGS algorithm and defaults.
+//!
+//! [`loss`] (L1 + D-SSIM with analytic backward), [`adam`] (per-group Adam, eps 1e-15), [`schedule`]
+//! (position learning-rate decay), [`init`] (Gaussians from points), [`densify`] (adaptive density
+//! control editing parameters and optimizer moments together), [`trainer`] (the loop, one view per step),
+//! [`checkpoint`] (exact resume), [`eval`] (PSNR / SSIM on held-out views).
+
+pub mod adam;
+pub mod config;
+pub mod densify;
+pub mod init;
+pub mod loss;
+pub mod schedule;
+pub mod state;
+pub mod trainer;
+
+pub use config::TrainConfig;
+pub use state::TrainState;
+pub use trainer::{StepStats, Trainer};
+pub mod checkpoint;
+pub mod eval;
+pub mod run;

@@ -1,0 +1,253 @@
+//! The training loss `(1 - 0.2) L1 + 0.2 (1 - SSIM)` and its analytic gradient, plus PSNR.
+//!
+//! SSIM uses an 11 x 11 Gaussian window (sigma 1.5), computed as two separable 11-tap passes with zero
+//! padding (what the original's `conv2d(padding=5)` does), per channel, `C1 = 0.01^2`, `C2 = 0.03^2`, and the
+//! mean of the SSIM map over pixels and channels.
+//!
+//! Backward: with `A1 = 2 mx my + C1`, `A2 = 2 sxy + C2`, `B1 = mx^2 + my^2 + C1`, `B2 = sxx + syy + C2` and
+//! `S = A1 A2 / (B1 B2)` per pixel, the map depends on `x` only through the filtered quantities
+//! `mx = G*x`, `E[x^2] = G*x^2` and `E[xy] = G*(x y)`. Their coefficients are
+//! `g_mu = dS/dmx - 2 mx dS/dsxx - my dS/dsxy`, `g_xx = dS/dsxx = -S / B2`, `g_xy = dS/dsxy = 2 A1 / (B1 B2)`
+//! with `dS/dmx = 2 my A2 / (B1 B2) - 2 mx S / B1`; the window is symmetric, so
+//! `dSSIM/dx = (G*g_mu + 2 x G*g_xx + y G*g_xy) / N`.
+
+use splat_core::Real;
+
+pub const SSIM_WINDOW: usize = 11;
+pub const SSIM_SIGMA: f64 = 1.5;
+pub const SSIM_C1: f64 = 0.01 * 0.01;
+pub const SSIM_C2: f64 = 0.03 * 0.03;
+/// Weight of the D-SSIM term.
+pub const LAMBDA_DSSIM: f64 = 0.2;
+
+/// The normalized 1-D Gaussian taps.
+pub fn gaussian_taps<F: Real>() -> [F; SSIM_WINDOW] {
+    let half = (SSIM_WINDOW / 2) as f64;
+    let w: Vec<f64> = (0..SSIM_WINDOW)
+        .map(|i| (-((i as f64 - half).powi(2)) / (2.0 * SSIM_SIGMA * SSIM_SIGMA)).exp())
+        .collect();
+    let s: f64 = w.iter().sum();
+    std::array::from_fn(|i| F::c(w[i] / s))
+}
+
+/// Reusable planar buffers for SSIM on images of one size.
+#[derive(Clone, Debug, Default)]
+pub struct SsimScratch<F> {
+    w: usize,
+    h: usize,
+    planes: Vec<Vec<F>>,
+    tmp: Vec<F>,
+    out: Vec<F>,
+    row: Vec<F>,
+}
+
+const X: usize = 0;
+const Y: usize = 1;
+const MX: usize = 2;
+const MY: usize = 3;
+const EXX: usize = 4;
+const EYY: usize = 5;
+const EXY: usize = 6;
+const G_MU: usize = 7;
+const G_XX: usize = 8;
+const G_XY: usize = 9;
+const NUM_PLANES: usize = 10;
+
+impl<F: Real> SsimScratch<F> {
+    fn ensure(&mut self, w: usize, h: usize) {
+        self.w = w;
+        self.h = h;
+        self.planes.resize(NUM_PLANES, Vec::new());
+        for p in &mut self.planes {
+            p.resize(w * h, F::zero());
+        }
+        self.tmp.resize(w * h, F::zero());
+        self.out.resize(w * h, F::zero());
+        self.row.resize(w + SSIM_WINDOW - 1, F::zero());
+    }
+}
+
+/// Separable Gaussian filter of plane `src` into plane `dst` (zero padding).
+fn blur<F: Real>(
+    src: &[F],
+    dst: &mut [F],
+    tmp: &mut [F],
+    row: &mut [F],
+    w: usize,
+    h: usize,
+    taps: &[F; SSIM_WINDOW],
+) {
+    let r = SSIM_WINDOW / 2;
+    // Horizontal: padded copy of each row, taps outer so the inner loop runs along x.
+    for y in 0..h {
+        row.fill(F::zero());
+        row[r..r + w].copy_from_slice(&src[y * w..(y + 1) * w]);
+        let out = &mut tmp[y * w..(y + 1) * w];
+        out.fill(F::zero());
+        for (k, &t) in taps.iter().enumerate() {
+            for x in 0..w {
+                out[x] += t * row[x + k];
+            }
+        }
+    }
+    // Vertical: whole rows at a time.
+    dst.fill(F::zero());
+    for y in 0..h {
+        let out = &mut dst[y * w..(y + 1) * w];
+        for (k, &t) in taps.iter().enumerate() {
+            let sy = y as isize + k as isize - r as isize;
+            if sy < 0 || sy >= h as isize {
+                continue;
+            }
+            let inp = &tmp[sy as usize * w..(sy as usize + 1) * w];
+            for x in 0..w {
+                out[x] += t * inp[x];
+            }
+        }
+    }
+}
+
+/// Loss value and its parts.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LossValue {
+    pub loss: f64,
+    pub l1: f64,
+    pub ssim: f64,
+}
+
+/// Computes the loss of `render` against `target` (row-major RGB, `w x h`) and writes `dL/drender` into
+/// `grad`. `lambda` is the D-SSIM weight (0.2 for the original).
+pub fn loss_and_grad<F: Real>(
+    render: &[F],
+    target: &[F],
+    w: usize,
+    h: usize,
+    lambda: f64,
+    scratch: &mut SsimScratch<F>,
+    grad: &mut Vec<F>,
+) -> LossValue {
+    let n = w * h * 3;
+    assert_eq!(render.len(), n);
+    assert_eq!(target.len(), n);
+    grad.clear();
+    grad.resize(n, F::zero());
+    let inv_n = F::one() / F::c(n as f64);
+    let l1_weight = F::c(1.0 - lambda);
+    let mut l1 = 0.0f64;
+    for i in 0..n {
+        let d = render[i] - target[i];
+        l1 += d.abs().as_f64();
+        let s = if d > F::zero() {
+            F::one()
+        } else if d < F::zero() {
+            -F::one()
+        } else {
+            F::zero()
+        };
+        grad[i] = l1_weight * s * inv_n;
+    }
+    l1 /= n as f64;
+
+    let ssim = ssim_with_grad(render, target, w, h, scratch, Some((grad, F::c(-lambda))));
+    LossValue {
+        loss: (1.0 - lambda) * l1 + lambda * (1.0 - ssim),
+        l1,
+        ssim,
+    }
+}
+
+/// Mean SSIM of `a` against `b`; with `grad = Some((g, scale))`, adds `scale * dSSIM/da` into `g`.
+pub fn ssim_with_grad<F: Real>(
+    a: &[F],
+    b: &[F],
+    w: usize,
+    h: usize,
+    s: &mut SsimScratch<F>,
+    grad: Option<(&mut Vec<F>, F)>,
+) -> f64 {
+    s.ensure(w, h);
+    let taps = gaussian_taps::<F>();
+    let (c1, c2) = (F::c(SSIM_C1), F::c(SSIM_C2));
+    let n_total = F::c((w * h * 3) as f64);
+    let mut total = 0.0f64;
+    let mut grad = grad;
+    for ch in 0..3 {
+        let SsimScratch {
+            planes,
+            tmp,
+            out,
+            row,
+            ..
+        } = s;
+        for i in 0..w * h {
+            let (x, y) = (a[i * 3 + ch], b[i * 3 + ch]);
+            planes[X][i] = x;
+            planes[Y][i] = y;
+            planes[EXX][i] = x * x;
+            planes[EYY][i] = y * y;
+            planes[EXY][i] = x * y;
+        }
+        for (src, dst) in [(X, MX), (Y, MY), (EXX, EXX), (EYY, EYY), (EXY, EXY)] {
+            blur(&planes[src], out, tmp, row, w, h, &taps);
+            std::mem::swap(&mut planes[dst], out);
+        }
+        for i in 0..w * h {
+            let (mx, my) = (planes[MX][i], planes[MY][i]);
+            let sxx = planes[EXX][i] - mx * mx;
+            let syy = planes[EYY][i] - my * my;
+            let sxy = planes[EXY][i] - mx * my;
+            let a1 = F::c(2.0) * mx * my + c1;
+            let a2 = F::c(2.0) * sxy + c2;
+            let b1 = mx * mx + my * my + c1;
+            let b2 = sxx + syy + c2;
+            let map = a1 * a2 / (b1 * b2);
+            total += map.as_f64();
+            if grad.is_some() {
+                let ds_dmx = F::c(2.0) * my * a2 / (b1 * b2) - F::c(2.0) * mx * map / b1;
+                let ds_dsxx = -map / b2;
+                let ds_dsxy = F::c(2.0) * a1 / (b1 * b2);
+                planes[G_MU][i] = ds_dmx - F::c(2.0) * mx * ds_dsxx - my * ds_dsxy;
+                planes[G_XX][i] = ds_dsxx;
+                planes[G_XY][i] = ds_dsxy;
+            }
+        }
+        if let Some((g, scale)) = grad.as_mut() {
+            for p in [G_MU, G_XX, G_XY] {
+                blur(&planes[p], out, tmp, row, w, h, &taps);
+                std::mem::swap(&mut planes[p], out);
+            }
+            let k = *scale / n_total;
+            for i in 0..w * h {
+                let d = planes[G_MU][i]
+                    + F::c(2.0) * planes[X][i] * planes[G_XX][i]
+                    + planes[Y][i] * planes[G_XY][i];
+                g[i * 3 + ch] += k * d;
+            }
+        }
+    }
+    total / (w * h * 3) as f64
+}
+
+/// Mean SSIM (no gradient).
+pub fn ssim<F: Real>(a: &[F], b: &[F], w: usize, h: usize) -> f64 {
+    let mut s = SsimScratch::default();
+    ssim_with_grad(a, b, w, h, &mut s, None)
+}
+
+/// PSNR in dB of `a` against `b` with values in [0, 1] (`a` clamped to [0, 1] first).
+pub fn psnr(a: &[f32], b: &[f32]) -> f64 {
+    let mse = a
+        .iter()
+        .zip(b)
+        .map(|(&x, &y)| {
+            let d = x.clamp(0.0, 1.0) as f64 - y as f64;
+            d * d
+        })
+        .sum::<f64>()
+        / a.len().max(1) as f64;
+    if mse <= 0.0 {
+        f64::INFINITY
+    } else {
+        -10.0 * mse.log10()
+    }
+}

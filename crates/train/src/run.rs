@@ -1,0 +1,297 @@
+//! A whole training run with its outputs: `config.json`, `checkpoints/`, `point_cloud.ply`, `renders/`,
+//! `metrics.json`. Checkpoints, the PLY and the renders are written by a background thread ([`IoWorker`])
+//! from copies, so the loop never waits on the disk; every file is written atomically.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, Sender};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use splat_io::dataset::{Dataset, LoadOptions};
+use splat_io::write_atomic;
+use splat_render::Backend;
+
+use crate::checkpoint;
+use crate::config::TrainConfig;
+use crate::eval::{evaluate, means, ViewMetrics};
+use crate::state::TrainState;
+use crate::trainer::{StepStats, Trainer};
+
+/// Everything a run was started with; `DIR/config.json`, which `--resume` reads back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    pub data: PathBuf,
+    pub load: LoadOptions,
+    pub train: TrainConfig,
+    pub checkpoint_every: u64,
+}
+
+/// Progress of the latest checkpoint, beside it (`checkpoints/latest.json`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointInfo {
+    pub step: u64,
+    pub train_seconds: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Means over the evaluated views.
+    pub psnr: f64,
+    pub ssim: f64,
+    pub num_gaussians: usize,
+    pub iterations: u64,
+    pub train_seconds: f64,
+    pub its_per_second: f64,
+    /// `test` (held-out views) or `train` (no test split: metrics on the training views).
+    pub split: String,
+    pub backend: String,
+    pub views: Vec<ViewMetrics>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {message}", path.display())]
+    Invalid { path: PathBuf, message: String },
+    #[error("background writer: {0}")]
+    Background(String),
+}
+
+pub const CONFIG_FILE: &str = "config.json";
+pub const CHECKPOINT_FILE: &str = "checkpoints/latest.ckpt";
+pub const CHECKPOINT_INFO_FILE: &str = "checkpoints/latest.json";
+
+type Job = Box<dyn FnOnce() -> Result<(), String> + Send>;
+
+/// A thread that runs file writes in order, beside training.
+pub struct IoWorker {
+    tx: Option<Sender<Job>>,
+    handle: Option<JoinHandle<Vec<String>>>,
+}
+
+impl Default for IoWorker {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl IoWorker {
+    pub fn new() -> Self {
+        let (tx, rx) = channel::<Job>();
+        let handle = std::thread::Builder::new()
+            .name("splat-io".into())
+            .spawn(move || {
+                let mut errors = Vec::new();
+                for job in rx {
+                    if let Err(e) = job() {
+                        errors.push(e);
+                    }
+                }
+                errors
+            })
+            .expect("spawn the I/O thread");
+        IoWorker {
+            tx: Some(tx),
+            handle: Some(handle),
+        }
+    }
+
+    pub fn submit(&self, job: impl FnOnce() -> Result<(), String> + Send + 'static) {
+        if let Some(tx) = &self.tx {
+            // A send fails only if the thread died; finish() reports that.
+            let _ = tx.send(Box::new(job));
+        }
+    }
+
+    /// Waits for every queued write; returns the first error.
+    pub fn finish(mut self) -> Result<(), RunError> {
+        drop(self.tx.take());
+        let errors = match self.handle.take().map(|h| h.join()) {
+            Some(Ok(e)) => e,
+            Some(Err(_)) => vec!["the I/O thread panicked".into()],
+            None => Vec::new(),
+        };
+        match errors.into_iter().next() {
+            Some(e) => Err(RunError::Background(e)),
+            None => Ok(()),
+        }
+    }
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
+    move |source| RunError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), RunError> {
+    let text = serde_json::to_string_pretty(value).expect("serializable");
+    write_atomic(path, text.as_bytes()).map_err(io_err(path))
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, RunError> {
+    let text = std::fs::read_to_string(path).map_err(io_err(path))?;
+    serde_json::from_str(&text).map_err(|e| RunError::Invalid {
+        path: path.to_path_buf(),
+        message: format!("invalid JSON: {e}"),
+    })
+}
+
+/// Reads a run's `config.json`.
+pub fn read_config(dir: &Path) -> Result<RunConfig, RunError> {
+    read_json(&dir.join(CONFIG_FILE))
+}
+
+/// Reads a run's latest checkpoint.
+pub fn read_checkpoint(dir: &Path) -> Result<(TrainState, CheckpointInfo), RunError> {
+    let path = dir.join(CHECKPOINT_FILE);
+    let bytes = std::fs::read(&path).map_err(io_err(&path))?;
+    let state = checkpoint::from_bytes(&bytes).map_err(|message| RunError::Invalid {
+        path: path.clone(),
+        message,
+    })?;
+    let info: CheckpointInfo = read_json(&dir.join(CHECKPOINT_INFO_FILE)).unwrap_or_default();
+    Ok((state, info))
+}
+
+fn submit_checkpoint(worker: &IoWorker, dir: &Path, state: TrainState, train_seconds: f64) {
+    let ckpt = dir.join(CHECKPOINT_FILE);
+    let info_path = dir.join(CHECKPOINT_INFO_FILE);
+    worker.submit(move || {
+        let bytes = checkpoint::to_bytes(&state);
+        write_atomic(&ckpt, &bytes).map_err(|e| format!("{}: {e}", ckpt.display()))?;
+        let info = CheckpointInfo {
+            step: state.step,
+            train_seconds,
+        };
+        let text = serde_json::to_string_pretty(&info).expect("serializable");
+        write_atomic(&info_path, text.as_bytes())
+            .map_err(|e| format!("{}: {e}", info_path.display()))
+    });
+}
+
+/// How a run starts.
+pub enum Start {
+    Fresh,
+    Resume(Box<TrainState>, CheckpointInfo),
+}
+
+/// Trains on `ds` and writes the outputs into `dir`. `progress` sees every step. With `stop_after`, the run
+/// stops after that many completed iterations without final outputs (used to test resuming) and returns
+/// `None`.
+pub fn train_run(
+    dir: &Path,
+    cfg: &RunConfig,
+    ds: &Dataset,
+    start: Start,
+    make_backend: &dyn Fn() -> Box<dyn Backend + Send>,
+    stop_after: Option<u64>,
+    progress: &mut dyn FnMut(&StepStats),
+) -> Result<Option<Metrics>, RunError> {
+    std::fs::create_dir_all(dir.join("checkpoints")).map_err(io_err(dir))?;
+    write_json(&dir.join(CONFIG_FILE), cfg)?;
+    let (mut trainer, prior_seconds) = match start {
+        Start::Fresh => (
+            Trainer::new(
+                cfg.train.clone(),
+                &ds.train,
+                &ds.points,
+                ds.background,
+                ds.scene_extent,
+                make_backend(),
+            ),
+            0.0,
+        ),
+        Start::Resume(state, info) => (
+            Trainer::resume(
+                cfg.train.clone(),
+                &ds.train,
+                ds.background,
+                ds.scene_extent,
+                make_backend(),
+                *state,
+            ),
+            info.train_seconds,
+        ),
+    };
+    let backend_name = trainer.backend_name().to_string();
+    let worker = IoWorker::new();
+    let started = Instant::now();
+    let first_step = trainer.state.step;
+    while !trainer.done() {
+        if stop_after.is_some_and(|s| trainer.state.step >= s) {
+            worker.finish()?;
+            return Ok(None);
+        }
+        let stats = trainer.step();
+        progress(&stats);
+        if cfg.checkpoint_every > 0 && stats.step % cfg.checkpoint_every == 0 && !trainer.done() {
+            let secs = prior_seconds + started.elapsed().as_secs_f64();
+            submit_checkpoint(&worker, dir, trainer.state.clone(), secs);
+        }
+    }
+    let this_run = started.elapsed().as_secs_f64();
+    let train_seconds = prior_seconds + this_run;
+    submit_checkpoint(&worker, dir, trainer.state.clone(), train_seconds);
+
+    let gaussians = trainer.state.gaussians.clone();
+    let ply_path = dir.join("point_cloud.ply");
+    let ply_gaussians = gaussians.clone();
+    worker
+        .submit(move || splat_io::write_ply(&ply_path, &ply_gaussians).map_err(|e| e.to_string()));
+
+    let (views, split) = if ds.test.is_empty() {
+        (&ds.train, "train")
+    } else {
+        (&ds.test, "test")
+    };
+    let renders = dir.join("renders");
+    if split == "test" {
+        std::fs::create_dir_all(&renders).map_err(io_err(&renders))?;
+    }
+    let mut backend = make_backend();
+    let view_metrics = evaluate(
+        backend.as_mut(),
+        &gaussians,
+        views,
+        ds.background,
+        trainer.state.active_sh_degree,
+        |view, img| {
+            if split == "test" {
+                let stem = Path::new(&view.name)
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().to_string());
+                let path = renders.join(format!(
+                    "{}.png",
+                    stem.unwrap_or_else(|| view.name.replace('/', "_"))
+                ));
+                let (w, h, img) = (view.camera.width, view.camera.height, img.to_vec());
+                worker.submit(move || {
+                    splat_io::images::save_png(&path, w, h, &img).map_err(|e| e.to_string())
+                });
+            }
+        },
+    );
+    worker.finish()?;
+    let (psnr, ssim) = means(&view_metrics);
+    let iterations = trainer.state.step;
+    let metrics = Metrics {
+        psnr,
+        ssim,
+        num_gaussians: gaussians.len(),
+        iterations,
+        train_seconds,
+        its_per_second: (iterations - first_step) as f64 / this_run.max(1e-9),
+        split: split.into(),
+        backend: backend_name,
+        views: view_metrics,
+    };
+    write_json(&dir.join("metrics.json"), &metrics)?;
+    Ok(Some(metrics))
+}

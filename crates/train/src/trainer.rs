@@ -1,0 +1,222 @@
+//! The training loop: one view per step, drawn without replacement per epoch from a seeded generator.
+//!
+//! Per iteration `it` (1-based, as the original): raise the active SH degree every `sh_degree_interval`
+//! steps; render the view; loss and backward; while `it < densify_until`, accumulate densification
+//! statistics, densify every `densify_interval` steps after `densify_from`, reset opacities every
+//! `opacity_reset_interval` steps; then the Adam step. As in the original (where densification replaces the
+//! parameter tensors, leaving them without gradients), an iteration that densifies applies no Adam step,
+//! one that resets opacities applies none to opacities, and the last iteration applies none.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use splat_io::dataset::{Points, View};
+use splat_render::{Backend, Buffers, RenderSettings};
+
+use crate::config::TrainConfig;
+use crate::densify::{self, DensifyReport};
+use crate::init::gaussians_from_points;
+use crate::loss::{loss_and_grad, psnr, SsimScratch};
+use crate::schedule::exp_decay;
+use crate::state::{group_params, TrainState, GROUPS};
+
+/// What one step did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StepStats {
+    pub step: u64,
+    pub loss: f64,
+    pub l1: f64,
+    pub ssim: f64,
+    /// Of the training view just rendered.
+    pub psnr: f64,
+    pub num_gaussians: usize,
+    pub densified: Option<DensifyReport>,
+    pub opacity_reset: bool,
+}
+
+pub struct Trainer<'a> {
+    pub cfg: TrainConfig,
+    pub views: &'a [View],
+    pub background: [f32; 3],
+    pub extent: f64,
+    pub state: TrainState,
+    backend: Box<dyn Backend + Send + 'a>,
+    buffers: Buffers,
+    ssim: SsimScratch<f32>,
+    target: Vec<f32>,
+    grad_image: Vec<f32>,
+}
+
+impl<'a> Trainer<'a> {
+    /// Starts from the initial points.
+    pub fn new(
+        cfg: TrainConfig,
+        views: &'a [View],
+        points: &Points,
+        background: [f32; 3],
+        extent: f64,
+        backend: Box<dyn Backend + Send + 'a>,
+    ) -> Self {
+        let gaussians = gaussians_from_points(points, cfg.sh_degree);
+        let state = TrainState::new(gaussians, ChaCha8Rng::seed_from_u64(cfg.seed));
+        Self::resume(cfg, views, background, extent, backend, state)
+    }
+
+    /// Continues from a saved state.
+    pub fn resume(
+        cfg: TrainConfig,
+        views: &'a [View],
+        background: [f32; 3],
+        extent: f64,
+        backend: Box<dyn Backend + Send + 'a>,
+        state: TrainState,
+    ) -> Self {
+        assert!(!views.is_empty(), "no training views");
+        Trainer {
+            cfg,
+            views,
+            background,
+            extent,
+            state,
+            backend,
+            buffers: Buffers::default(),
+            ssim: SsimScratch::default(),
+            target: Vec::new(),
+            grad_image: Vec::new(),
+        }
+    }
+
+    pub fn done(&self) -> bool {
+        self.state.step >= self.cfg.iterations
+    }
+
+    /// The backend's name.
+    pub fn backend_name(&self) -> &str {
+        self.backend.name()
+    }
+
+    fn next_view(&mut self) -> usize {
+        let s = &mut self.state;
+        if s.epoch_pos >= s.epoch_order.len() {
+            s.epoch_order = (0..self.views.len() as u32).collect();
+            for i in (1..s.epoch_order.len()).rev() {
+                let j = s.rng.random_range(0..=i);
+                s.epoch_order.swap(i, j);
+            }
+            s.epoch_pos = 0;
+        }
+        let v = s.epoch_order[s.epoch_pos] as usize;
+        s.epoch_pos += 1;
+        v
+    }
+
+    /// The position learning rate at iteration `it`.
+    pub fn position_lr(&self, it: u64) -> f64 {
+        let steps = self.cfg.position_lr_steps.unwrap_or(self.cfg.iterations);
+        exp_decay(
+            self.cfg.position_lr_init * self.extent,
+            self.cfg.position_lr_final * self.extent,
+            it,
+            steps,
+        )
+    }
+
+    /// Runs one iteration.
+    pub fn step(&mut self) -> StepStats {
+        let cfg = self.cfg.clone();
+        let it = self.state.step + 1;
+        if cfg.sh_degree_interval > 0
+            && it.is_multiple_of(cfg.sh_degree_interval)
+            && self.state.active_sh_degree < cfg.sh_degree
+        {
+            self.state.active_sh_degree += 1;
+        }
+        let vi = self.next_view();
+        let view = &self.views[vi];
+        let cam = &view.camera;
+        view.image.to_f32(&mut self.target);
+        let mut settings = RenderSettings::new(self.state.active_sh_degree);
+        settings.background = self.background;
+
+        let g = &self.state.gaussians;
+        splat_render::render(self.backend.as_mut(), g, cam, &settings, &mut self.buffers);
+        let (w, h) = (cam.width as usize, cam.height as usize);
+        let lv = loss_and_grad(
+            &self.buffers.raster.image,
+            &self.target,
+            w,
+            h,
+            cfg.lambda_dssim,
+            &mut self.ssim,
+            &mut self.grad_image,
+        );
+        let train_psnr = psnr(&self.buffers.raster.image, &self.target);
+        splat_render::backward(
+            self.backend.as_mut(),
+            g,
+            cam,
+            &settings,
+            &self.grad_image,
+            &mut self.buffers,
+        );
+
+        let mut stats = StepStats {
+            step: it,
+            loss: lv.loss,
+            l1: lv.l1,
+            ssim: lv.ssim,
+            psnr: train_psnr,
+            ..Default::default()
+        };
+        let mut replaced_all = false;
+        if it < cfg.densify_until {
+            densify::accumulate_stats(
+                &mut self.state,
+                &self.buffers.projected,
+                &self.buffers.projected_grads,
+                cam.width,
+                cam.height,
+            );
+            if it > cfg.densify_from
+                && cfg.densify_interval > 0
+                && it.is_multiple_of(cfg.densify_interval)
+            {
+                stats.densified = Some(densify::densify_and_prune(
+                    &mut self.state,
+                    &cfg,
+                    self.extent,
+                    it,
+                ));
+                replaced_all = true;
+            }
+            let white = self.background == [1.0; 3];
+            if (cfg.opacity_reset_interval > 0 && it.is_multiple_of(cfg.opacity_reset_interval))
+                || (white && it == cfg.densify_from)
+            {
+                densify::reset_opacity(&mut self.state);
+                stats.opacity_reset = true;
+            }
+        }
+        if it < cfg.iterations && !replaced_all {
+            let lrs = [
+                self.position_lr(it),
+                cfg.sh_dc_lr,
+                cfg.sh_rest_lr,
+                cfg.opacity_lr,
+                cfg.scale_lr,
+                cfg.rotation_lr,
+            ];
+            let grads = &mut self.buffers.grads;
+            for (gi, &lr) in lrs.iter().enumerate().take(GROUPS.len()) {
+                if gi == 3 && stats.opacity_reset {
+                    continue;
+                }
+                let grad = group_params(grads, gi);
+                let params = group_params(&mut self.state.gaussians, gi);
+                self.state.adam[gi].update(params, grad, lr);
+            }
+        }
+        self.state.step = it;
+        stats.num_gaussians = self.state.len();
+        stats
+    }
+}
