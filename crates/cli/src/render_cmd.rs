@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use splat_core::synthetic::{self, builtin_camera};
 use splat_core::{Camera, Gaussians};
-use splat_render::{Backend, Buffers, ReferenceBackend, RenderSettings};
+use splat_render::{Buffers, RenderSettings};
 
 pub fn parse_vec3(s: &str) -> Result<[f64; 3], String> {
     let parts: Vec<&str> = s.split(',').collect();
@@ -67,6 +67,9 @@ pub struct RenderArgs {
     /// Render this many times and report the median time per stage (for timing).
     #[arg(long, default_value_t = 1)]
     pub repeat: usize,
+    /// Pipeline implementation.
+    #[arg(long, value_enum, default_value_t = crate::train_cmd::BackendArg::Cpu)]
+    pub backend: crate::train_cmd::BackendArg,
     /// Also run and time the backward pass (gradient of the summed image), as a training step would.
     #[arg(long)]
     pub time_backward: bool,
@@ -167,6 +170,7 @@ pub fn render(args: RenderArgs) -> Result<()> {
             &args.data_args,
             &args.out,
             args.sh_degree,
+            args.backend,
         );
     }
     let (gaussians, builtin) = match &args.ply {
@@ -191,7 +195,7 @@ pub fn render(args: RenderArgs) -> Result<()> {
         }
         settings.background[k] = background[k] as f32;
     }
-    let mut backend = ReferenceBackend;
+    let mut backend = args.backend.make();
     let mut buffers = Buffers::default();
     let mut stage_times: Vec<Vec<(&'static str, Duration)>> = Vec::new();
     let mut totals = Vec::new();
@@ -201,10 +205,16 @@ pub fn render(args: RenderArgs) -> Result<()> {
     }
     for _ in 0..args.repeat {
         let start = Instant::now();
-        splat_render::render(&mut backend, &gaussians, &camera, &settings, &mut buffers);
+        splat_render::render(
+            backend.as_mut(),
+            &gaussians,
+            &camera,
+            &settings,
+            &mut buffers,
+        );
         if args.time_backward {
             splat_render::backward(
-                &mut backend,
+                backend.as_mut(),
                 &gaussians,
                 &camera,
                 &settings,

@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use splat_io::dataset::{self, Dataset, DatasetFormat, LoadOptions};
-use splat_render::{Backend, ReferenceBackend};
+use splat_render::{Backend, CpuBackend, ReferenceBackend};
 use splat_train::eval::{evaluate, means};
 use splat_train::run::{self, RunConfig, Start};
 use splat_train::{StepStats, TrainConfig};
@@ -100,6 +100,9 @@ pub struct TrainArgs {
     /// Write a checkpoint every N steps (0: only at the end).
     #[arg(long, default_value_t = 1000)]
     pub checkpoint_every: u64,
+    /// Pipeline implementation.
+    #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
+    pub backend: BackendArg,
     /// Stop after this many steps without final outputs, leaving the checkpoint (for testing resume).
     #[arg(long, hide = true)]
     pub stop_after: Option<u64>,
@@ -136,8 +139,23 @@ pub fn load_dataset(data: &Path, opts: &LoadOptions) -> Result<Dataset> {
     Ok(ds)
 }
 
-fn reference_backend() -> Box<dyn Backend + Send> {
-    Box::new(ReferenceBackend)
+/// Which implementation of the pipeline stages to run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    /// The fast CPU path (all cores).
+    #[default]
+    Cpu,
+    /// The single-threaded reference the others are tested against.
+    Reference,
+}
+
+impl BackendArg {
+    pub fn make(self) -> Box<dyn Backend + Send> {
+        match self {
+            BackendArg::Cpu => Box::new(CpuBackend::new()),
+            BackendArg::Reference => Box::new(ReferenceBackend),
+        }
+    }
 }
 
 /// Progress: a bar on a terminal, a plain line every ~2% otherwise.
@@ -266,16 +284,17 @@ pub fn train(args: TrainArgs) -> Result<()> {
     eprintln!(
         "training {} steps on the {} backend into {}",
         cfg.train.iterations,
-        reference_backend().name(),
+        args.backend.make().name(),
         dir.display()
     );
     let mut progress = Progress::new(first, cfg.train.iterations);
+    let backend = args.backend;
     let metrics = run::train_run(
         &dir,
         &cfg,
         &ds,
         start,
-        &reference_backend,
+        &|| backend.make(),
         args.stop_after,
         &mut |s| progress.update(s),
     )?;
@@ -308,6 +327,9 @@ pub struct EvalArgs {
     /// SH degree to render with (default: all the scene has).
     #[arg(long)]
     pub sh_degree: Option<usize>,
+    /// Pipeline implementation.
+    #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
+    pub backend: BackendArg,
 }
 
 /// The PLY of a scene argument and, for a run folder, its config.
@@ -350,8 +372,15 @@ pub fn eval(args: EvalArgs) -> Result<()> {
         &ds.test
     };
     let degree = args.sh_degree.unwrap_or(g.sh_degree).min(g.sh_degree);
-    let mut backend = ReferenceBackend;
-    let m = evaluate(&mut backend, &g, views, ds.background, degree, |_, _| {});
+    let mut backend = args.backend.make();
+    let m = evaluate(
+        backend.as_mut(),
+        &g,
+        views,
+        ds.background,
+        degree,
+        |_, _| {},
+    );
     for v in &m {
         println!("{}: PSNR {:.2} dB, SSIM {:.4}", v.name, v.psnr, v.ssim);
     }
@@ -372,6 +401,7 @@ pub fn render_dataset(
     data_args: &DataArgs,
     out: &Path,
     sh_degree: Option<usize>,
+    backend: BackendArg,
 ) -> Result<()> {
     let g = splat_io::read_ply(ply)?;
     let ds = load_dataset(data, &data_args.options(true)?)?;
@@ -383,18 +413,26 @@ pub fn render_dataset(
     std::fs::create_dir_all(out)
         .with_context(|| format!("{}: cannot create the folder", out.display()))?;
     let degree = sh_degree.unwrap_or(g.sh_degree).min(g.sh_degree);
-    let mut backend = ReferenceBackend;
+    let mut backend = backend.make();
     let mut err = None;
-    let m = evaluate(&mut backend, &g, views, ds.background, degree, |v, img| {
-        let stem = Path::new(&v.name)
-            .file_stem()
-            .map(|s| s.to_string_lossy().to_string())
-            .unwrap_or_default();
-        let path = out.join(format!("{stem}.png"));
-        if let Err(e) = splat_io::images::save_png(&path, v.camera.width, v.camera.height, img) {
-            err.get_or_insert(e);
-        }
-    });
+    let m = evaluate(
+        backend.as_mut(),
+        &g,
+        views,
+        ds.background,
+        degree,
+        |v, img| {
+            let stem = Path::new(&v.name)
+                .file_stem()
+                .map(|s| s.to_string_lossy().to_string())
+                .unwrap_or_default();
+            let path = out.join(format!("{stem}.png"));
+            if let Err(e) = splat_io::images::save_png(&path, v.camera.width, v.camera.height, img)
+            {
+                err.get_or_insert(e);
+            }
+        },
+    );
     if let Some(e) = err {
         return Err(e.into());
     }

@@ -17,6 +17,7 @@
 pub mod backend;
 pub mod bin;
 pub mod brute;
+pub mod cpu;
 pub mod pipeline;
 pub mod project;
 pub mod project_bwd;
@@ -27,6 +28,7 @@ pub mod sh;
 pub mod types;
 
 pub use backend::Backend;
+pub use cpu::CpuBackend;
 pub use pipeline::{backward, render, Buffers};
 pub use reference::ReferenceBackend;
 pub use types::{

@@ -1,0 +1,310 @@
+//! Parallel rasterization over bands of 16 image rows, with per-tile culling and per-intersection gradients.
+
+use rayon::prelude::*;
+use splat_core::{TileGrid, TILE_SIZE};
+
+use crate::rasterize_fwd::{gaussian_power, CutoffsF};
+use crate::types::{Bins, Projected, ProjectedGrads, RasterOutput, RenderSettings};
+
+/// One Gaussian of a tile's list, gathered for cache-friendly access.
+#[derive(Clone, Copy, Debug)]
+struct TileGaussian {
+    /// Position in the tile's full list (what `n_contrib` counts).
+    pos: u32,
+    mean: [f32; 2],
+    conic: [f32; 3],
+    opacity: f32,
+    color: [f32; 3],
+}
+
+/// True when the Gaussian's alpha is below `alpha_min` at every pixel centre of the tile `[x0, x1) x [y0, y1)`.
+///
+/// `alpha >= alpha_min` needs `d^T Q d <= t2 = 2 ln(opacity / alpha_min)`, an ellipse whose bounding box has
+/// half-widths `sqrt(t2 (Q^-1)_xx)` and `sqrt(t2 (Q^-1)_yy)`. The box is widened by 1% + 0.01 px so f32
+/// rounding in the per-pixel test can never make a culled Gaussian visible. With `alpha_min = 0` nothing is
+/// culled.
+pub fn tile_cull(
+    mean: [f32; 2],
+    conic: [f32; 3],
+    opacity: f32,
+    alpha_min: f64,
+    x0: u32,
+    y0: u32,
+    x1: u32,
+    y1: u32,
+) -> bool {
+    if alpha_min <= 0.0 {
+        return false;
+    }
+    let o = opacity as f64;
+    if o < alpha_min {
+        return true;
+    }
+    let t2 = 2.0 * (o / alpha_min).ln();
+    let [a, b, c] = conic.map(|v| v as f64);
+    let det = a * c - b * b;
+    if !(det > 0.0) {
+        return false;
+    }
+    let ex = (t2 * c / det).sqrt() * 1.01 + 0.01;
+    let ey = (t2 * a / det).sqrt() * 1.01 + 0.01;
+    let (u, v) = (mean[0] as f64, mean[1] as f64);
+    u + ex < x0 as f64 + 0.5
+        || u - ex > x1 as f64 - 0.5
+        || v + ey < y0 as f64 + 0.5
+        || v - ey > y1 as f64 - 0.5
+}
+
+fn gather(
+    projected: &Projected<f32>,
+    list: &[u32],
+    alpha_min: f64,
+    rect: (u32, u32, u32, u32),
+    out: &mut Vec<TileGaussian>,
+) {
+    out.clear();
+    let (x0, y0, x1, y1) = rect;
+    for (pos, &id) in list.iter().enumerate() {
+        let id = id as usize;
+        let (mean, conic, opacity) = (
+            projected.means2d[id],
+            projected.conics[id],
+            projected.opacities[id],
+        );
+        if tile_cull(mean, conic, opacity, alpha_min, x0, y0, x1, y1) {
+            continue;
+        }
+        out.push(TileGaussian {
+            pos: pos as u32,
+            mean,
+            conic,
+            opacity,
+            color: projected.colors[id],
+        });
+    }
+}
+
+pub fn forward(
+    projected: &Projected<f32>,
+    bins: &Bins,
+    grid: &TileGrid,
+    settings: &RenderSettings,
+    out: &mut RasterOutput<f32>,
+) {
+    out.resize(grid.width, grid.height);
+    let cut = CutoffsF::<f32>::new(&settings.cutoffs);
+    let alpha_min = settings.cutoffs.alpha_min;
+    let bg = settings.background;
+    let w = grid.width as usize;
+    let band = TILE_SIZE as usize * w;
+    let RasterOutput {
+        image,
+        final_transmittance,
+        n_contrib,
+        ..
+    } = out;
+    image
+        .par_chunks_mut(band * 3)
+        .zip(final_transmittance.par_chunks_mut(band))
+        .zip(n_contrib.par_chunks_mut(band))
+        .enumerate()
+        .for_each(|(ty, ((img, trans), contrib))| {
+            let mut local = Vec::new();
+            for tx in 0..grid.tiles_x as usize {
+                let tile = ty * grid.tiles_x as usize + tx;
+                let [start, end] = bins.tile_ranges[tile];
+                let rect = grid.tile_pixels(tile);
+                gather(
+                    projected,
+                    &bins.gaussian_ids[start as usize..end as usize],
+                    alpha_min,
+                    rect,
+                    &mut local,
+                );
+                let (x0, y0, x1, y1) = rect;
+                for py in y0..y1 {
+                    for px in x0..x1 {
+                        let pix = [px as f32 + 0.5, py as f32 + 0.5];
+                        let mut t = 1.0f32;
+                        let mut rgb = [0.0f32; 3];
+                        let mut last = 0u32;
+                        for gs in &local {
+                            let power = gaussian_power(
+                                gs.conic,
+                                [gs.mean[0] - pix[0], gs.mean[1] - pix[1]],
+                            );
+                            if power > 0.0 {
+                                continue;
+                            }
+                            let alpha = (gs.opacity * power.exp()).min(cut.alpha_max);
+                            if alpha < cut.alpha_min {
+                                continue;
+                            }
+                            let next_t = t * (1.0 - alpha);
+                            if next_t < cut.transmittance_min {
+                                break;
+                            }
+                            for ch in 0..3 {
+                                rgb[ch] += gs.color[ch] * alpha * t;
+                            }
+                            t = next_t;
+                            last = gs.pos + 1;
+                        }
+                        let p = (py - y0) as usize * w + px as usize;
+                        for ch in 0..3 {
+                            img[p * 3 + ch] = rgb[ch] + t * bg[ch];
+                        }
+                        trans[p] = t;
+                        contrib[p] = last;
+                    }
+                }
+            }
+        });
+}
+
+/// Range of intersections covered by tile row `ty`.
+fn band_range(bins: &Bins, grid: &TileGrid, ty: usize) -> (usize, usize) {
+    let tx = grid.tiles_x as usize;
+    let mut lo = usize::MAX;
+    let mut hi = 0usize;
+    for r in &bins.tile_ranges[ty * tx..(ty + 1) * tx] {
+        if r[1] > r[0] {
+            lo = lo.min(r[0] as usize);
+            hi = hi.max(r[1] as usize);
+        }
+    }
+    if lo == usize::MAX {
+        (0, 0)
+    } else {
+        (lo, hi)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn backward(
+    projected: &Projected<f32>,
+    bins: &Bins,
+    grid: &TileGrid,
+    settings: &RenderSettings,
+    raster: &RasterOutput<f32>,
+    grad_image: &[f32],
+    intersection_grads: &mut Vec<[f32; 9]>,
+    out: &mut ProjectedGrads<f32>,
+) {
+    assert_eq!(grad_image.len(), raster.image.len(), "grad_image size");
+    let cut = CutoffsF::<f32>::new(&settings.cutoffs);
+    let alpha_min = settings.cutoffs.alpha_min;
+    let bg = settings.background;
+    let w = grid.width as usize;
+    intersection_grads.clear();
+    intersection_grads.resize(bins.gaussian_ids.len(), [0.0; 9]);
+
+    // Carve the intersection buffer into one slice per tile row (tile lists are in tile order).
+    let mut bands: Vec<(usize, usize, &mut [[f32; 9]])> = Vec::with_capacity(grid.tiles_y as usize);
+    let mut rest: &mut [[f32; 9]] = intersection_grads;
+    let mut consumed = 0usize;
+    for ty in 0..grid.tiles_y as usize {
+        let (lo, hi) = band_range(bins, grid, ty);
+        if hi == lo {
+            continue;
+        }
+        assert!(lo >= consumed, "tile lists are not in tile order");
+        let (_, tail) = rest.split_at_mut(lo - consumed);
+        let (mine, tail) = tail.split_at_mut(hi - lo);
+        bands.push((ty, lo, mine));
+        rest = tail;
+        consumed = hi;
+    }
+
+    bands.par_iter_mut().for_each(|(ty, band_start, slots)| {
+        let mut local = Vec::new();
+        let mut acc: Vec<[f32; 9]> = Vec::new();
+        for tx in 0..grid.tiles_x as usize {
+            let tile = *ty * grid.tiles_x as usize + tx;
+            let [start, end] = bins.tile_ranges[tile];
+            if end == start {
+                continue;
+            }
+            let rect = grid.tile_pixels(tile);
+            gather(
+                projected,
+                &bins.gaussian_ids[start as usize..end as usize],
+                alpha_min,
+                rect,
+                &mut local,
+            );
+            acc.clear();
+            acc.resize(local.len(), [0.0; 9]);
+            let (x0, y0, x1, y1) = rect;
+            for py in y0..y1 {
+                for px in x0..x1 {
+                    let pixel = py as usize * w + px as usize;
+                    let pix = [px as f32 + 0.5, py as f32 + 0.5];
+                    let g_pix = [
+                        grad_image[pixel * 3],
+                        grad_image[pixel * 3 + 1],
+                        grad_image[pixel * 3 + 2],
+                    ];
+                    let t_final = raster.final_transmittance[pixel];
+                    let n = raster.n_contrib[pixel];
+                    let mut t = t_final;
+                    let mut behind = [bg[0] * t_final, bg[1] * t_final, bg[2] * t_final];
+                    // Entries blended at this pixel are those before position n.
+                    let count = local.partition_point(|g| g.pos < n);
+                    for (k, gs) in local[..count].iter().enumerate().rev() {
+                        let d = [gs.mean[0] - pix[0], gs.mean[1] - pix[1]];
+                        let power = gaussian_power(gs.conic, d);
+                        if power > 0.0 {
+                            continue;
+                        }
+                        let g = power.exp();
+                        let alpha_raw = gs.opacity * g;
+                        let alpha = alpha_raw.min(cut.alpha_max);
+                        if alpha < cut.alpha_min {
+                            continue;
+                        }
+                        let one_minus = 1.0 - alpha;
+                        let t_i = t / one_minus;
+                        let a = &mut acc[k];
+                        let mut grad_alpha = 0.0f32;
+                        for ch in 0..3 {
+                            a[5 + ch] += alpha * t_i * g_pix[ch];
+                            grad_alpha += g_pix[ch] * (gs.color[ch] * t_i - behind[ch] / one_minus);
+                            behind[ch] += gs.color[ch] * alpha * t_i;
+                        }
+                        t = t_i;
+                        if alpha_raw > cut.alpha_max {
+                            continue;
+                        }
+                        a[8] += grad_alpha * g;
+                        let grad_power = grad_alpha * gs.opacity * g;
+                        let c = gs.conic;
+                        a[0] += grad_power * (-c[0] * d[0] - c[1] * d[1]);
+                        a[1] += grad_power * (-c[2] * d[1] - c[1] * d[0]);
+                        a[2] += grad_power * -0.5 * d[0] * d[0];
+                        a[3] -= grad_power * d[0] * d[1];
+                        a[4] += grad_power * -0.5 * d[1] * d[1];
+                    }
+                }
+            }
+            for (k, gs) in local.iter().enumerate() {
+                slots[start as usize - *band_start + gs.pos as usize] = acc[k];
+            }
+        }
+    });
+
+    out.reset(projected.len());
+    for (k, &id) in bins.gaussian_ids.iter().enumerate() {
+        let g = &intersection_grads[k];
+        let id = id as usize;
+        out.grad_means2d[id][0] += g[0];
+        out.grad_means2d[id][1] += g[1];
+        out.grad_conics[id][0] += g[2];
+        out.grad_conics[id][1] += g[3];
+        out.grad_conics[id][2] += g[4];
+        out.grad_colors[id][0] += g[5];
+        out.grad_colors[id][1] += g[6];
+        out.grad_colors[id][2] += g[7];
+        out.grad_opacities[id] += g[8];
+    }
+}
