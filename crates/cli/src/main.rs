@@ -1,6 +1,7 @@
 //! `splat`: the command-line interface. Library crates return typed errors; this binary turns them into
 //! one clear line on stderr and a non-zero exit code.
 
+mod demo_cmd;
 mod render_cmd;
 mod train_cmd;
 
@@ -24,6 +25,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Generate a small ray-traced capture, train on it, and report the test PSNR (no download needed).
+    Demo(demo_cmd::DemoArgs),
     /// Train a scene from posed photos (COLMAP, NeRF-synthetic, transforms.json, LLFF).
     Train(train_cmd::TrainArgs),
     /// PSNR and SSIM of a trained scene on a dataset's test views.
@@ -40,6 +43,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Demo(args) => demo_cmd::demo(args),
         Command::Train(args) => train_cmd::train(args),
         Command::Eval(args) => train_cmd::eval(args),
         Command::Render(args) => render_cmd::render(args),

@@ -159,7 +159,7 @@ impl BackendArg {
 }
 
 /// Progress: a bar on a terminal, a plain line every ~2% otherwise.
-struct Progress {
+pub struct Progress {
     bar: Option<ProgressBar>,
     total: u64,
     every: u64,
@@ -170,7 +170,7 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(first: u64, total: u64) -> Self {
+    pub fn new(first: u64, total: u64) -> Self {
         let bar = std::io::stderr().is_terminal().then(|| {
             let b = ProgressBar::new(total);
             b.set_style(
@@ -191,7 +191,7 @@ impl Progress {
         }
     }
 
-    fn update(&mut self, s: &StepStats) {
+    pub fn update(&mut self, s: &StepStats) {
         let a = if self.ema_loss == 0.0 { 1.0 } else { 0.05 };
         self.ema_loss += a * (s.loss - self.ema_loss);
         self.ema_psnr += a * (s.psnr - self.ema_psnr);
@@ -226,7 +226,7 @@ impl Progress {
         }
     }
 
-    fn finish(&self) {
+    pub fn finish(&self) {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }

@@ -131,3 +131,67 @@ pub fn normalize_backward<F: Real, const D: usize>(n: [F; D], norm: F, grad_n: [
     }
     out
 }
+
+/// Normalized quaternion `(w, x, y, z)` of a rotation matrix (Shepperd's method; `w >= 0`).
+pub fn mat_to_quat(m: &Mat3<f64>) -> [f64; 4] {
+    let trace = m[0][0] + m[1][1] + m[2][2];
+    let q = if trace > 0.0 {
+        let s = (trace + 1.0).sqrt() * 2.0;
+        [
+            0.25 * s,
+            (m[2][1] - m[1][2]) / s,
+            (m[0][2] - m[2][0]) / s,
+            (m[1][0] - m[0][1]) / s,
+        ]
+    } else if m[0][0] > m[1][1] && m[0][0] > m[2][2] {
+        let s = (1.0 + m[0][0] - m[1][1] - m[2][2]).sqrt() * 2.0;
+        [
+            (m[2][1] - m[1][2]) / s,
+            0.25 * s,
+            (m[0][1] + m[1][0]) / s,
+            (m[0][2] + m[2][0]) / s,
+        ]
+    } else if m[1][1] > m[2][2] {
+        let s = (1.0 + m[1][1] - m[0][0] - m[2][2]).sqrt() * 2.0;
+        [
+            (m[0][2] - m[2][0]) / s,
+            (m[0][1] + m[1][0]) / s,
+            0.25 * s,
+            (m[1][2] + m[2][1]) / s,
+        ]
+    } else {
+        let s = (1.0 + m[2][2] - m[0][0] - m[1][1]).sqrt() * 2.0;
+        [
+            (m[1][0] - m[0][1]) / s,
+            (m[0][2] + m[2][0]) / s,
+            (m[1][2] + m[2][1]) / s,
+            0.25 * s,
+        ]
+    };
+    let n = q.iter().map(|v| v * v).sum::<f64>().sqrt();
+    let sign = if q[0] < 0.0 { -1.0 } else { 1.0 };
+    q.map(|v| sign * v / n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quaternion_round_trip() {
+        for q in [
+            [1.0, 0.0, 0.0, 0.0],
+            [0.1, 0.9, -0.3, 0.2],
+            [0.0, 0.0, 1.0, 0.0],
+            [0.05, -0.2, 0.1, -0.97],
+        ] {
+            let n = q.iter().map(|v: &f64| v * v).sum::<f64>().sqrt();
+            let q: [f64; 4] = q.map(|v| v / n);
+            let back = mat_to_quat(&quat_to_mat(q));
+            let s = if q[0] < 0.0 { -1.0 } else { 1.0 };
+            for k in 0..4 {
+                assert!((back[k] - s * q[k]).abs() < 1e-12, "{q:?} -> {back:?}");
+            }
+        }
+    }
+}

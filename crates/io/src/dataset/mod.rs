@@ -4,6 +4,7 @@
 //! initial points, and the train/test split.
 
 pub mod colmap;
+pub mod demo;
 pub mod imageload;
 pub mod llff;
 pub mod transforms;
