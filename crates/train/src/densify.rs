@@ -58,6 +58,8 @@ fn max_scale(g: &Gaussians<f32>, i: usize) -> f32 {
 #[derive(Clone, Copy)]
 enum Source {
     Old(usize),
+    /// A copy of an old Gaussian (a clone): its parameters, fresh moments.
+    Clone(usize),
     /// Index into the new Gaussians (split children).
     New(usize),
 }
@@ -133,7 +135,7 @@ pub fn densify_and_prune(
         rows.push((Source::Old(i), state.max_radii[i]));
     }
     for i in (0..n).filter(|&i| is_clone[i]) {
-        rows.push((Source::Old(i), state.max_radii[i]));
+        rows.push((Source::Clone(i), state.max_radii[i]));
     }
     for k in 0..children.len() {
         rows.push((Source::New(k), 0.0));
@@ -143,7 +145,7 @@ pub fn densify_and_prune(
     let big_world = (cfg.prune_world_scale * extent) as f32;
     rows.retain(|&(src, radius)| {
         let (gs, i) = match src {
-            Source::Old(i) => (&state.gaussians, i),
+            Source::Old(i) | Source::Clone(i) => (&state.gaussians, i),
             Source::New(k) => (&children, k),
         };
         let opacity = sigmoid(gs.opacity_logits[i]);
@@ -171,7 +173,7 @@ fn rebuild(state: &mut TrainState, rows: &[(Source, f32)], children: &Gaussians<
     let mut g = Gaussians::<f32>::new(old.sh_degree);
     for &(src, _) in rows {
         let (gs, i) = match src {
-            Source::Old(i) => (old, i),
+            Source::Old(i) | Source::Clone(i) => (old, i),
             Source::New(k) => (children, k),
         };
         g.push(
@@ -194,7 +196,7 @@ fn rebuild(state: &mut TrainState, rows: &[(Source, f32)], children: &Gaussians<
                     m.extend_from_slice(&st.m[i * w..(i + 1) * w]);
                     v.extend_from_slice(&st.v[i * w..(i + 1) * w]);
                 }
-                Source::New(_) => {
+                Source::Clone(_) | Source::New(_) => {
                     m.extend(std::iter::repeat_n(0.0, w));
                     v.extend(std::iter::repeat_n(0.0, w));
                 }
