@@ -364,6 +364,9 @@ fn eval_dataset(
 
 pub fn eval(args: EvalArgs) -> Result<()> {
     let (ply, cfg) = scene_and_config(&args.scene)?;
+    if args.data.is_none() && cfg.is_none() {
+        bail!("--data is required when SCENE is not a training output folder");
+    }
     let g = splat_io::read_ply(&ply)?;
     let ds = eval_dataset(&args.data, &args.data_args, &cfg)?;
     let views = if ds.test.is_empty() {

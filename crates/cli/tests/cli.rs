@@ -140,3 +140,117 @@ fn user_errors_are_one_line_and_non_zero() {
     let out = splat(&["render", "--look-from", "1,2"], dir.path());
     assert!(!out.status.success());
 }
+
+#[test]
+fn train_eval_render_and_resume_on_a_generated_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    splat_io::dataset::demo::write_demo_dataset(
+        &data,
+        &splat_io::dataset::demo::DemoOptions {
+            width: 40,
+            height: 30,
+            views: 10,
+            points: 300,
+            seed: 1,
+        },
+    )
+    .unwrap();
+    let d = data.to_str().unwrap();
+    let out = splat(
+        &[
+            "train",
+            d,
+            "--out",
+            "run",
+            "--iters",
+            "40",
+            "--eval",
+            "--checkpoint-every",
+            "20",
+            "--stop-after",
+            "30",
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("splat train --resume"));
+    assert!(dir.path().join("run/checkpoints/latest.ckpt").is_file());
+    assert!(!dir.path().join("run/point_cloud.ply").exists());
+    let out = splat(&["train", "--resume", "run"], dir.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("resuming"));
+    let metrics: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("run/metrics.json")).unwrap(),
+    )
+    .unwrap();
+    for key in [
+        "psnr",
+        "ssim",
+        "num_gaussians",
+        "iterations",
+        "train_seconds",
+        "its_per_second",
+    ] {
+        assert!(metrics.get(key).is_some(), "metrics.json lacks {key}");
+    }
+    assert_eq!(metrics["iterations"], 40);
+    assert_eq!(metrics["split"], "test");
+
+    let out = splat(&["eval", "run"], dir.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("mean over 2 test views"), "{text}");
+    let out = splat(
+        &[
+            "render",
+            "run/point_cloud.ply",
+            "--data",
+            d,
+            "--out",
+            "views",
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("views")).unwrap().count(),
+        2
+    );
+    assert_eq!(png_size(&dir.path().join("views/view_000.png")), (40, 30));
+}
+
+#[test]
+fn train_user_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_user_error(
+        &splat(&["train", "nowhere", "--out", "o"], dir.path()),
+        "nowhere",
+    );
+    std::fs::create_dir(dir.path().join("empty")).unwrap();
+    assert_user_error(
+        &splat(&["train", "empty", "--out", "o"], dir.path()),
+        "no dataset found",
+    );
+    assert_user_error(
+        &splat(&["train", "--resume", "empty"], dir.path()),
+        "config.json",
+    );
+    assert_user_error(&splat(&["eval", "x.ply"], dir.path()), "--data is required");
+}

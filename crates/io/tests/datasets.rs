@@ -56,10 +56,18 @@ struct Fixture {
 }
 
 fn fixture(n: usize, w: u32, h: u32) -> Fixture {
-    let opts = DemoOptions { width: w, height: h, views: n, points: 50, seed: 3 };
+    let opts = DemoOptions {
+        width: w,
+        height: h,
+        views: n,
+        points: 50,
+        seed: 3,
+    };
     let cams = demo_cameras(&opts);
     let points = Points {
-        positions: (0..50).map(|i| [i as f64 * 0.01, 0.5 - i as f64 * 0.02, 0.3]).collect(),
+        positions: (0..50)
+            .map(|i| [i as f64 * 0.01, 0.5 - i as f64 * 0.02, 0.3])
+            .collect(),
         colors: (0..50).map(|i| [i as u8, 100, 200 - i as u8]).collect(),
     };
     Fixture { cams, points }
@@ -133,26 +141,50 @@ const MODELS: [(&str, i32, &[f64]); 5] = [
     ("PINHOLE", 1, &[40.0, 44.0, 31.0, 25.0]),
     ("SIMPLE_RADIAL", 2, &[40.0, 32.0, 24.0, 0.08]),
     ("RADIAL", 3, &[40.0, 32.0, 24.0, 0.08, -0.03]),
-    ("OPENCV", 4, &[40.0, 44.0, 31.0, 25.0, 0.06, -0.02, 0.004, -0.003]),
+    (
+        "OPENCV",
+        4,
+        &[40.0, 44.0, 31.0, 25.0, 0.06, -0.02, 0.004, -0.003],
+    ),
 ];
 
 fn intrinsics(params: &[f64], model: &str) -> ([f64; 4], [f64; 4]) {
     match model {
         "SIMPLE_PINHOLE" => ([params[0], params[0], params[1], params[2]], [0.0; 4]),
         "PINHOLE" => ([params[0], params[1], params[2], params[3]], [0.0; 4]),
-        "SIMPLE_RADIAL" => ([params[0], params[0], params[1], params[2]], [params[3], 0.0, 0.0, 0.0]),
-        "RADIAL" => ([params[0], params[0], params[1], params[2]], [params[3], params[4], 0.0, 0.0]),
-        _ => ([params[0], params[1], params[2], params[3]], [params[4], params[5], params[6], params[7]]),
+        "SIMPLE_RADIAL" => (
+            [params[0], params[0], params[1], params[2]],
+            [params[3], 0.0, 0.0, 0.0],
+        ),
+        "RADIAL" => (
+            [params[0], params[0], params[1], params[2]],
+            [params[3], params[4], 0.0, 0.0],
+        ),
+        _ => (
+            [params[0], params[1], params[2], params[3]],
+            [params[4], params[5], params[6], params[7]],
+        ),
     }
 }
 
-fn write_colmap(root: &Path, f: &Fixture, model: (&str, i32, &[f64]), binary: bool, w: u32, h: u32) {
+fn write_colmap(
+    root: &Path,
+    f: &Fixture,
+    model: (&str, i32, &[f64]),
+    binary: bool,
+    w: u32,
+    h: u32,
+) {
     let sparse = root.join("sparse/0");
     std::fs::create_dir_all(&sparse).unwrap();
     std::fs::create_dir_all(root.join("images")).unwrap();
     let images = images_for(f);
     if binary {
-        std::fs::write(sparse.join("cameras.bin"), cameras_bin(model.1, w as u64, h as u64, model.2)).unwrap();
+        std::fs::write(
+            sparse.join("cameras.bin"),
+            cameras_bin(model.1, w as u64, h as u64, model.2),
+        )
+        .unwrap();
         std::fs::write(sparse.join("images.bin"), images_bin(&images)).unwrap();
         std::fs::write(sparse.join("points3D.bin"), points_bin(&f.points)).unwrap();
     } else {
@@ -186,23 +218,41 @@ fn colmap_every_model_bin_and_txt_with_undistortion() {
             let dir = tempfile::tempdir().unwrap();
             write_colmap(dir.path(), &f, model, binary, w, h);
             assert_eq!(dataset::detect(dir.path()).unwrap(), DatasetFormat::Colmap);
-            let ds = dataset::load(dir.path(), &LoadOptions { eval: true, ..Default::default() }).unwrap();
+            let ds = dataset::load(
+                dir.path(),
+                &LoadOptions {
+                    eval: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
             let tag = format!("{} {}", model.0, if binary { "bin" } else { "txt" });
-            assert_eq!((ds.train.len(), ds.test.len()), (8, 2), "{tag}: every 8th view is a test view");
+            assert_eq!(
+                (ds.train.len(), ds.test.len()),
+                (8, 2),
+                "{tag}: every 8th view is a test view"
+            );
             assert_eq!(ds.test[0].name, "img_00.png");
             assert_eq!(ds.test[1].name, "img_08.png");
             assert_eq!(ds.points, f.points, "{tag}");
             let (k, _) = intrinsics(model.2, model.0);
             let v = &ds.train[0];
             assert_eq!(v.name, "img_01.png");
-            assert_eq!((v.camera.fx, v.camera.fy, v.camera.cx, v.camera.cy), (k[0], k[1], k[2], k[3]), "{tag}");
+            assert_eq!(
+                (v.camera.fx, v.camera.fy, v.camera.cx, v.camera.cy),
+                (k[0], k[1], k[2], k[3]),
+                "{tag}"
+            );
             assert_pose(&v.camera, &f.cams[1]);
             // Undistorted image vs the pattern seen by the ideal pinhole camera (away from the border,
             // where the distorted photo has no data).
             let mut worst = 0.0f64;
             for py in 8..h - 8 {
                 for px in 8..w - 8 {
-                    let ideal = pattern((px as f64 + 0.5 - k[2]) / k[0], (py as f64 + 0.5 - k[3]) / k[1]);
+                    let ideal = pattern(
+                        (px as f64 + 0.5 - k[2]) / k[0],
+                        (py as f64 + 0.5 - k[3]) / k[1],
+                    );
                     for c in 0..3 {
                         let got = v.image.data[((py * w + px) * 3) as usize + c] as f64 / 255.0;
                         worst = worst.max((got - ideal[c]).abs());
@@ -211,7 +261,11 @@ fn colmap_every_model_bin_and_txt_with_undistortion() {
             }
             assert!(worst < 0.03, "{tag}: undistorted image off by {worst}");
             let distorted = model.2.len() > 4 || model.0 == "SIMPLE_RADIAL";
-            assert_eq!(ds.notes.iter().any(|n| n.contains("undistorting")), distorted, "{tag}");
+            assert_eq!(
+                ds.notes.iter().any(|n| n.contains("undistorting")),
+                distorted,
+                "{tag}"
+            );
         }
     }
 }
@@ -223,7 +277,14 @@ fn colmap_images_scaled_downscaled_matched_by_order_and_missing() {
     let dir = tempfile::tempdir().unwrap();
     write_colmap(dir.path(), &f, MODELS[1], true, w, h);
     // --downscale 2: intrinsics follow the image size.
-    let ds = dataset::load(dir.path(), &LoadOptions { downscale: Some(2), ..Default::default() }).unwrap();
+    let ds = dataset::load(
+        dir.path(),
+        &LoadOptions {
+            downscale: Some(2),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let c = &ds.train[0].camera;
     assert_eq!((c.width, c.height), (32, 24));
     assert_eq!((c.fx, c.fy, c.cx, c.cy), (20.0, 22.0, 15.5, 12.5));
@@ -231,9 +292,21 @@ fn colmap_images_scaled_downscaled_matched_by_order_and_missing() {
     let small = dir.path().join("images_2");
     std::fs::create_dir_all(&small).unwrap();
     for i in 0..9 {
-        save_png(&small.join(format!("image{i:03}.png")), 32, 24, &vec![0.5; 32 * 24 * 3]);
+        save_png(
+            &small.join(format!("image{i:03}.png")),
+            32,
+            24,
+            &vec![0.5; 32 * 24 * 3],
+        );
     }
-    let ds = dataset::load(dir.path(), &LoadOptions { images: Some("images_2".into()), ..Default::default() }).unwrap();
+    let ds = dataset::load(
+        dir.path(),
+        &LoadOptions {
+            images: Some("images_2".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert!(ds.warnings.iter().any(|w| w.contains("sorted order")));
     assert_eq!(ds.train[3].camera.fx, 20.0);
     // Two frames missing from images/: skipped with a warning naming them.
@@ -241,7 +314,11 @@ fn colmap_images_scaled_downscaled_matched_by_order_and_missing() {
     std::fs::remove_file(dir.path().join("images/img_05.png")).unwrap();
     let ds = dataset::load(dir.path(), &LoadOptions::default()).unwrap();
     assert_eq!(ds.train.len(), 7);
-    let w = ds.warnings.iter().find(|w| w.contains("missing")).expect("a warning");
+    let w = ds
+        .warnings
+        .iter()
+        .find(|w| w.contains("missing"))
+        .expect("a warning");
     assert!(w.contains("img_03.png") && w.contains("img_05.png"), "{w}");
 }
 
@@ -278,10 +355,21 @@ fn nerf_synthetic_rgba_on_white_with_its_own_split() {
             })
             .collect();
         let json = serde_json::json!({"camera_angle_x": 0.6911112070083618, "frames": frames});
-        std::fs::write(root.join(format!("transforms_{split}.json")), json.to_string()).unwrap();
+        std::fs::write(
+            root.join(format!("transforms_{split}.json")),
+            json.to_string(),
+        )
+        .unwrap();
     }
     assert_eq!(dataset::detect(root).unwrap(), DatasetFormat::NerfSynthetic);
-    let ds = dataset::load(root, &LoadOptions { eval: true, ..Default::default() }).unwrap();
+    let ds = dataset::load(
+        root,
+        &LoadOptions {
+            eval: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert_eq!((ds.train.len(), ds.test.len()), (3, 3));
     assert_eq!(ds.background, [1.0; 3]);
     assert_eq!(&ds.train[0].image.data[..3], &[255, 127, 127]);
@@ -291,7 +379,14 @@ fn nerf_synthetic_rgba_on_white_with_its_own_split() {
     assert_pose(&ds.test[2].camera, &f.cams[5]);
     assert_eq!(ds.points.positions.len(), 100_000);
     // Without --eval the test frames are trained on too; --background overrides white.
-    let ds = dataset::load(root, &LoadOptions { background: Some([0.0; 3]), ..Default::default() }).unwrap();
+    let ds = dataset::load(
+        root,
+        &LoadOptions {
+            background: Some([0.0; 3]),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert_eq!((ds.train.len(), ds.test.len()), (6, 0));
     assert_eq!(&ds.train[0].image.data[..3], &[128, 0, 0]);
 }
@@ -312,7 +407,11 @@ fn instant_ngp_transforms_top_level_and_per_frame_intrinsics_with_distortion() {
         save_png(&root.join(&name), w, h, &img);
         let mut fr = serde_json::json!({"transform_matrix": gl_matrix(cam)});
         // Half the frames give the path without extension; frame 4 overrides the focal length.
-        fr["file_path"] = serde_json::json!(if i % 2 == 0 { name.clone() } else { name.trim_end_matches(".png").to_string() });
+        fr["file_path"] = serde_json::json!(if i % 2 == 0 {
+            name.clone()
+        } else {
+            name.trim_end_matches(".png").to_string()
+        });
         if i == 4 {
             fr["fl_x"] = serde_json::json!(33.0);
         }
@@ -324,12 +423,30 @@ fn instant_ngp_transforms_top_level_and_per_frame_intrinsics_with_distortion() {
     });
     std::fs::write(root.join("transforms.json"), json.to_string()).unwrap();
     assert_eq!(dataset::detect(root).unwrap(), DatasetFormat::Transforms);
-    let ds = dataset::load(root, &LoadOptions { eval: true, ..Default::default() }).unwrap();
+    let ds = dataset::load(
+        root,
+        &LoadOptions {
+            eval: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert_eq!((ds.train.len(), ds.test.len()), (7, 2));
-    let v = ds.train.iter().find(|v| v.name == "images/frame_04.png").unwrap();
+    let v = ds
+        .train
+        .iter()
+        .find(|v| v.name == "images/frame_04.png")
+        .unwrap();
     assert_eq!(v.camera.fx, 33.0);
-    let v = ds.train.iter().find(|v| v.name == "images/frame_03").unwrap();
-    assert_eq!((v.camera.fx, v.camera.fy, v.camera.cx, v.camera.cy), (k[0], k[1], k[2], k[3]));
+    let v = ds
+        .train
+        .iter()
+        .find(|v| v.name == "images/frame_03")
+        .unwrap();
+    assert_eq!(
+        (v.camera.fx, v.camera.fy, v.camera.cx, v.camera.cy),
+        (k[0], k[1], k[2], k[3])
+    );
     assert_pose(&v.camera, &f.cams[3]);
     assert!(ds.notes.iter().any(|n| n.contains("undistorting")));
     let got = v.image.data[((18 * w + 24) * 3) as usize] as f64 / 255.0;
@@ -338,7 +455,10 @@ fn instant_ngp_transforms_top_level_and_per_frame_intrinsics_with_distortion() {
 }
 
 fn npy(rows: &[[f64; 17]]) -> Vec<u8> {
-    let header = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': ({}, 17), }}", rows.len());
+    let header = format!(
+        "{{'descr': '<f8', 'fortran_order': False, 'shape': ({}, 17), }}",
+        rows.len()
+    );
     let mut h = header.into_bytes();
     while (10 + h.len() + 1) % 64 != 0 {
         h.push(b' ');
@@ -385,7 +505,12 @@ fn llff_poses_bounds_with_images_n() {
     std::fs::write(root.join("poses_bounds.npy"), npy(&rows)).unwrap();
     std::fs::create_dir_all(root.join("images_2")).unwrap();
     for i in 0..8 {
-        save_png(&root.join(format!("images_2/image{i:03}.png")), 64, 48, &vec![0.3; 64 * 48 * 3]);
+        save_png(
+            &root.join(format!("images_2/image{i:03}.png")),
+            64,
+            48,
+            &vec![0.3; 64 * 48 * 3],
+        );
     }
     assert_eq!(dataset::detect(root).unwrap(), DatasetFormat::Llff);
     let ds = dataset::load(root, &LoadOptions::default()).unwrap();
@@ -414,29 +539,61 @@ fn malformed_datasets_give_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let load = |opts: &LoadOptions| dataset::load(root, opts).map(|_| ()).map_err(err_text);
-    assert!(load(&LoadOptions::default()).unwrap_err().contains("no dataset found"));
-    assert!(dataset::load(&root.join("nope"), &LoadOptions::default()).unwrap_err().to_string().contains("not a folder"));
+    assert!(load(&LoadOptions::default())
+        .unwrap_err()
+        .contains("no dataset found"));
+    assert!(dataset::load(&root.join("nope"), &LoadOptions::default())
+        .unwrap_err()
+        .to_string()
+        .contains("not a folder"));
 
     let f = fixture(3, 32, 24);
     write_colmap(root, &f, MODELS[0], true, 32, 24);
     let sparse = root.join("sparse/0");
     // Unknown camera model.
-    std::fs::write(sparse.join("cameras.bin"), cameras_bin(6, 32, 24, &[1.0; 12])).unwrap();
+    std::fs::write(
+        sparse.join("cameras.bin"),
+        cameras_bin(6, 32, 24, &[1.0; 12]),
+    )
+    .unwrap();
     let e = load(&LoadOptions::default()).unwrap_err();
-    assert!(e.contains("FULL_OPENCV") && e.contains("cameras.bin"), "{e}");
+    assert!(
+        e.contains("FULL_OPENCV") && e.contains("cameras.bin"),
+        "{e}"
+    );
     // Truncated cameras file and absurd counts.
-    std::fs::write(sparse.join("cameras.bin"), &cameras_bin(0, 32, 24, &[40.0, 16.0, 12.0])[..40]).unwrap();
-    assert!(load(&LoadOptions::default()).unwrap_err().contains("truncated"));
+    std::fs::write(
+        sparse.join("cameras.bin"),
+        &cameras_bin(0, 32, 24, &[40.0, 16.0, 12.0])[..40],
+    )
+    .unwrap();
+    assert!(load(&LoadOptions::default())
+        .unwrap_err()
+        .contains("truncated"));
     let mut huge = cameras_bin(0, 32, 24, &[40.0, 16.0, 12.0]);
     huge[..8].copy_from_slice(&u64::MAX.to_le_bytes());
     std::fs::write(sparse.join("cameras.bin"), huge).unwrap();
-    assert!(load(&LoadOptions::default()).unwrap_err().contains("announced"));
-    std::fs::write(sparse.join("cameras.bin"), cameras_bin(0, 32, 24, &[f64::NAN, 16.0, 12.0])).unwrap();
-    assert!(load(&LoadOptions::default()).unwrap_err().contains("non-finite"));
-    std::fs::write(sparse.join("cameras.bin"), cameras_bin(0, 32, 24, &[40.0, 16.0, 12.0])).unwrap();
+    assert!(load(&LoadOptions::default())
+        .unwrap_err()
+        .contains("announced"));
+    std::fs::write(
+        sparse.join("cameras.bin"),
+        cameras_bin(0, 32, 24, &[f64::NAN, 16.0, 12.0]),
+    )
+    .unwrap();
+    assert!(load(&LoadOptions::default())
+        .unwrap_err()
+        .contains("non-finite"));
+    std::fs::write(
+        sparse.join("cameras.bin"),
+        cameras_bin(0, 32, 24, &[40.0, 16.0, 12.0]),
+    )
+    .unwrap();
     // An empty reconstruction.
     std::fs::write(sparse.join("images.bin"), 0u64.to_le_bytes()).unwrap();
-    assert!(load(&LoadOptions::default()).unwrap_err().contains("no images"));
+    assert!(load(&LoadOptions::default())
+        .unwrap_err()
+        .contains("no images"));
     std::fs::write(sparse.join("images.bin"), images_bin(&images_for(&f))).unwrap();
     // Undecodable image files: all unreadable is an error naming the file.
     for i in 0..3 {
@@ -444,32 +601,69 @@ fn malformed_datasets_give_clear_errors() {
     }
     let e = load(&LoadOptions::default()).unwrap_err();
     assert!(e.contains("img_0") && e.contains("cannot decode"), "{e}");
+    // An image whose aspect ratio does not match its camera.
+    write_colmap(root, &f, MODELS[0], true, 32, 24);
+    for i in 0..3 {
+        save_png(
+            &root.join(format!("images/img_{i:02}.png")),
+            32,
+            32,
+            &vec![0.5; 32 * 32 * 3],
+        );
+    }
+    let e = load(&LoadOptions::default()).unwrap_err();
+    assert!(e.contains("aspect ratio") && e.contains("img_0"), "{e}");
     // Missing image folder.
-    assert!(load(&LoadOptions { images: Some("images_9".into()), ..Default::default() }).unwrap_err().contains("images_9"));
+    assert!(load(&LoadOptions {
+        images: Some("images_9".into()),
+        ..Default::default()
+    })
+    .unwrap_err()
+    .contains("images_9"));
     // A txt model with a bad number names the line.
     std::fs::remove_file(sparse.join("cameras.bin")).unwrap();
-    std::fs::write(sparse.join("cameras.txt"), "# c\n1 PINHOLE 32 24 40 forty 16 12\n").unwrap();
-    assert!(load(&LoadOptions::default()).unwrap_err().contains("line 2"));
+    std::fs::write(
+        sparse.join("cameras.txt"),
+        "# c\n1 PINHOLE 32 24 40 forty 16 12\n",
+    )
+    .unwrap();
+    assert!(load(&LoadOptions::default())
+        .unwrap_err()
+        .contains("line 2"));
 
     // transforms.json: invalid JSON and a bad matrix.
     let d2 = tempfile::tempdir().unwrap();
     std::fs::write(d2.path().join("transforms.json"), "{ not json").unwrap();
-    assert!(dataset::load(d2.path(), &LoadOptions::default()).unwrap_err().to_string().contains("invalid JSON"));
+    assert!(dataset::load(d2.path(), &LoadOptions::default())
+        .unwrap_err()
+        .to_string()
+        .contains("invalid JSON"));
     std::fs::write(d2.path().join("a.png"), b"x").unwrap();
     std::fs::write(
         d2.path().join("transforms.json"),
         r#"{"camera_angle_x": 0.7, "frames": [{"file_path": "a.png", "transform_matrix": [[1, 0], [0, 1]]}]}"#,
     )
     .unwrap();
-    assert!(dataset::load(d2.path(), &LoadOptions::default()).unwrap_err().to_string().contains("image header")
-        || dataset::load(d2.path(), &LoadOptions::default()).unwrap_err().to_string().contains("transform_matrix"));
+    assert!(
+        dataset::load(d2.path(), &LoadOptions::default())
+            .unwrap_err()
+            .to_string()
+            .contains("image header")
+            || dataset::load(d2.path(), &LoadOptions::default())
+                .unwrap_err()
+                .to_string()
+                .contains("transform_matrix")
+    );
     // poses_bounds.npy with the wrong shape.
     let d3 = tempfile::tempdir().unwrap();
     let mut bytes = npy(&[[0.0; 17]]);
     let n = bytes.len();
     bytes.truncate(n - 8);
     std::fs::write(d3.path().join("poses_bounds.npy"), bytes).unwrap();
-    assert!(dataset::load(d3.path(), &LoadOptions::default()).unwrap_err().to_string().contains("truncated"));
+    assert!(dataset::load(d3.path(), &LoadOptions::default())
+        .unwrap_err()
+        .to_string()
+        .contains("truncated"));
 }
 
 #[test]

@@ -13,11 +13,46 @@ fn state() -> TrainState {
     let rest = [0.1f32; 9];
     // 0: small, high gradient -> clone. 1: large, high gradient -> split. 2: low gradient -> kept.
     // 3: transparent -> pruned. 4: never seen -> kept.
-    g.push([0.0, 0.0, 0.0], [0.001f32.ln(); 3], [1.0, 0.0, 0.0, 0.0], logit(0.5), [0.1, 0.2, 0.3], &rest);
-    g.push([1.0, 0.0, 0.0], [0.5f32.ln(), 0.05f32.ln(), 0.05f32.ln()], [0.9, 0.1, 0.0, 0.0], logit(0.6), [0.4, 0.5, 0.6], &rest);
-    g.push([2.0, 0.0, 0.0], [0.01f32.ln(); 3], [1.0, 0.0, 0.0, 0.0], logit(0.7), [0.0; 3], &rest);
-    g.push([3.0, 0.0, 0.0], [0.01f32.ln(); 3], [1.0, 0.0, 0.0, 0.0], logit(0.001), [0.0; 3], &rest);
-    g.push([4.0, 0.0, 0.0], [0.01f32.ln(); 3], [1.0, 0.0, 0.0, 0.0], logit(0.5), [0.0; 3], &rest);
+    g.push(
+        [0.0, 0.0, 0.0],
+        [0.001f32.ln(); 3],
+        [1.0, 0.0, 0.0, 0.0],
+        logit(0.5),
+        [0.1, 0.2, 0.3],
+        &rest,
+    );
+    g.push(
+        [1.0, 0.0, 0.0],
+        [0.5f32.ln(), 0.05f32.ln(), 0.05f32.ln()],
+        [0.9, 0.1, 0.0, 0.0],
+        logit(0.6),
+        [0.4, 0.5, 0.6],
+        &rest,
+    );
+    g.push(
+        [2.0, 0.0, 0.0],
+        [0.01f32.ln(); 3],
+        [1.0, 0.0, 0.0, 0.0],
+        logit(0.7),
+        [0.0; 3],
+        &rest,
+    );
+    g.push(
+        [3.0, 0.0, 0.0],
+        [0.01f32.ln(); 3],
+        [1.0, 0.0, 0.0, 0.0],
+        logit(0.001),
+        [0.0; 3],
+        &rest,
+    );
+    g.push(
+        [4.0, 0.0, 0.0],
+        [0.01f32.ln(); 3],
+        [1.0, 0.0, 0.0, 0.0],
+        logit(0.5),
+        [0.0; 3],
+        &rest,
+    );
     let mut s = TrainState::new(g, ChaCha8Rng::seed_from_u64(1));
     s.grad_accum = vec![0.003, 0.004, 0.0001, 0.0, 0.0];
     s.grad_count = vec![10.0, 10.0, 10.0, 0.0, 0.0];
@@ -72,7 +107,10 @@ fn world_size_pruning_after_the_first_reset_and_the_cap() {
     assert!(late.gaussians.len() < early.gaussians.len());
     // Cap at 6: only one of the two candidates (the larger gradient, Gaussian 1) is densified.
     let mut capped = state();
-    let cfg = TrainConfig { max_gaussians: Some(6), ..TrainConfig::default() };
+    let cfg = TrainConfig {
+        max_gaussians: Some(6),
+        ..TrainConfig::default()
+    };
     let r = densify_and_prune(&mut capped, &cfg, 5.0, 1000);
     assert_eq!((r.cloned, r.split), (0, 1));
 }

@@ -38,7 +38,13 @@ fn short_config(iterations: u64) -> TrainConfig {
 #[test]
 fn resumed_run_is_bitwise_identical_to_an_uninterrupted_one() {
     let tmp = tempfile::tempdir().unwrap();
-    let opts = DemoOptions { width: 48, height: 36, views: 12, points: 800, seed: 5 };
+    let opts = DemoOptions {
+        width: 48,
+        height: 36,
+        views: 12,
+        points: 800,
+        seed: 5,
+    };
     let (ds, load) = demo_dataset(&tmp.path().join("data"), opts);
     let cfg = RunConfig {
         data: tmp.path().join("data"),
@@ -47,7 +53,9 @@ fn resumed_run_is_bitwise_identical_to_an_uninterrupted_one() {
         checkpoint_every: 40,
     };
     let full = tmp.path().join("full");
-    let m_full = run::train_run(&full, &cfg, &ds, Start::Fresh, &cpu, None, &mut |_| {}).unwrap().unwrap();
+    let m_full = run::train_run(&full, &cfg, &ds, Start::Fresh, &cpu, None, &mut |_| {})
+        .unwrap()
+        .unwrap();
 
     // Stop at step 100 (the last checkpoint is step 80), then resume from the checkpoint.
     let parts = tmp.path().join("parts");
@@ -57,13 +65,24 @@ fn resumed_run_is_bitwise_identical_to_an_uninterrupted_one() {
     })
     .unwrap();
     assert!(stopped.is_none());
-    assert!(densified >= 3, "the schedule must densify before the checkpoint");
+    assert!(
+        densified >= 3,
+        "the schedule must densify before the checkpoint"
+    );
     let (state, info) = run::read_checkpoint(&parts).unwrap();
     assert_eq!((state.step, info.step), (80, 80));
     assert_eq!(run::read_config(&parts).unwrap(), cfg);
-    let m_parts = run::train_run(&parts, &cfg, &ds, Start::Resume(Box::new(state), info), &cpu, None, &mut |_| {})
-        .unwrap()
-        .unwrap();
+    let m_parts = run::train_run(
+        &parts,
+        &cfg,
+        &ds,
+        Start::Resume(Box::new(state), info),
+        &cpu,
+        None,
+        &mut |_| {},
+    )
+    .unwrap()
+    .unwrap();
 
     let a = std::fs::read(full.join("point_cloud.ply")).unwrap();
     let b = std::fs::read(parts.join("point_cloud.ply")).unwrap();
@@ -72,10 +91,18 @@ fn resumed_run_is_bitwise_identical_to_an_uninterrupted_one() {
     assert_eq!(m_full.views, m_parts.views);
     assert_ne!(m_full.num_gaussians, 800, "densification changed the count");
     // The outputs are all there.
-    for f in ["metrics.json", "config.json", "checkpoints/latest.ckpt", "renders"] {
+    for f in [
+        "metrics.json",
+        "config.json",
+        "checkpoints/latest.ckpt",
+        "renders",
+    ] {
         assert!(full.join(f).exists(), "{f}");
     }
-    assert_eq!(std::fs::read_dir(full.join("renders")).unwrap().count(), ds.test.len());
+    assert_eq!(
+        std::fs::read_dir(full.join("renders")).unwrap().count(),
+        ds.test.len()
+    );
 }
 
 /// The PSNR the small demo must reach on its held-out views after 600 steps (it reaches about 25 dB;
@@ -85,7 +112,13 @@ const DEMO_MIN_PSNR: f64 = 22.0;
 #[test]
 fn the_demo_scene_trains_to_a_useful_psnr() {
     let tmp = tempfile::tempdir().unwrap();
-    let opts = DemoOptions { width: 80, height: 60, views: 24, points: 3000, seed: 7 };
+    let opts = DemoOptions {
+        width: 80,
+        height: 60,
+        views: 24,
+        points: 3000,
+        seed: 7,
+    };
     let (ds, load) = demo_dataset(&tmp.path().join("data"), opts);
     let cfg = RunConfig {
         data: tmp.path().join("data"),
@@ -100,10 +133,25 @@ fn the_demo_scene_trains_to_a_useful_psnr() {
         },
         checkpoint_every: 0,
     };
-    let m = run::train_run(&tmp.path().join("out"), &cfg, &ds, Start::Fresh, &cpu, None, &mut |_| {})
-        .unwrap()
-        .unwrap();
-    eprintln!("demo: PSNR {:.2} SSIM {:.3} with {} Gaussians", m.psnr, m.ssim, m.num_gaussians);
+    let m = run::train_run(
+        &tmp.path().join("out"),
+        &cfg,
+        &ds,
+        Start::Fresh,
+        &cpu,
+        None,
+        &mut |_| {},
+    )
+    .unwrap()
+    .unwrap();
+    eprintln!(
+        "demo: PSNR {:.2} SSIM {:.3} with {} Gaussians",
+        m.psnr, m.ssim, m.num_gaussians
+    );
     assert_eq!(m.split, "test");
-    assert!(m.psnr >= DEMO_MIN_PSNR, "demo PSNR {:.2} < {DEMO_MIN_PSNR}", m.psnr);
+    assert!(
+        m.psnr >= DEMO_MIN_PSNR,
+        "demo PSNR {:.2} < {DEMO_MIN_PSNR}",
+        m.psnr
+    );
 }

@@ -209,6 +209,15 @@ pub(crate) fn load_views(
             let img = imageload::downscale(&raw, factor);
             let sx = img.width as f64 / p.ref_size.0;
             let sy = img.height as f64 / p.ref_size.1;
+            if (sx - sy).abs() > 0.02 * sx.max(sy) {
+                return Err(DatasetError::invalid(
+                    &p.path,
+                    format!(
+                        "image is {} x {} but its camera is {} x {} (a different aspect ratio)",
+                        raw.width, raw.height, p.ref_size.0, p.ref_size.1
+                    ),
+                ));
+            }
             let k = imageload::Intrinsics {
                 fx: p.intrinsics.fx * sx,
                 fy: p.intrinsics.fy * sy,
