@@ -15,6 +15,8 @@ struct TileGaussian {
     conic: [f32; 3],
     opacity: f32,
     color: [f32; 3],
+    /// Below this `power` the alpha is certainly under the 1/255 cut (with margin), so `exp` is skipped.
+    power_skip: f32,
 }
 
 /// True when the Gaussian's alpha is below `alpha_min` at every pixel centre of the tile `[x0, x1) x [y0, y1)`.
@@ -74,12 +76,20 @@ fn gather(
         if tile_cull(mean, conic, opacity, alpha_min, x0, y0, x1, y1) {
             continue;
         }
+        // alpha < alpha_min  <=>  power < ln(alpha_min / opacity); 0.01 of margin keeps f32 rounding of the
+        // exact test on the same side, so skipping never changes a result.
+        let power_skip = if alpha_min > 0.0 {
+            ((alpha_min / opacity as f64).ln() - 0.01) as f32
+        } else {
+            f32::NEG_INFINITY
+        };
         out.push(TileGaussian {
             pos: pos as u32,
             mean,
             conic,
             opacity,
             color: projected.colors[id],
+            power_skip,
         });
     }
 }
@@ -254,7 +264,7 @@ pub fn backward(
                     for (k, gs) in local[..count].iter().enumerate().rev() {
                         let d = [gs.mean[0] - pix[0], gs.mean[1] - pix[1]];
                         let power = gaussian_power(gs.conic, d);
-                        if power > 0.0 {
+                        if power > 0.0 || power < gs.power_skip {
                             continue;
                         }
                         let g = power.exp();
