@@ -674,3 +674,31 @@ fn quaternion_helpers_agree_with_colmap() {
     let expect = quat_to_mat(q.map(|v| v / n));
     assert_eq!(r, expect);
 }
+
+#[test]
+fn images_wider_than_1600_are_resized_unless_a_factor_is_given() {
+    let f = fixture(2, 1700, 100);
+    let dir = tempfile::tempdir().unwrap();
+    write_colmap(
+        dir.path(),
+        &f,
+        ("PINHOLE", 1, &[1000.0, 1000.0, 850.0, 50.0]),
+        false,
+        1700,
+        100,
+    );
+    let ds = dataset::load(dir.path(), &LoadOptions::default()).unwrap();
+    let c = &ds.train[0].camera;
+    assert_eq!((c.width, c.height), (1600, 94));
+    assert!((c.fx - 1000.0 * 1600.0 / 1700.0).abs() < 1e-9);
+    assert!(ds.notes.iter().any(|n| n.contains("1600")));
+    let ds = dataset::load(
+        dir.path(),
+        &LoadOptions {
+            downscale: Some(1),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(ds.train[0].camera.width, 1700);
+}

@@ -16,7 +16,7 @@ pub mod trainer;
 
 pub use config::TrainConfig;
 pub use state::TrainState;
-pub use trainer::{StepStats, Trainer};
+pub use trainer::{Diverged, StepStats, Trainer};
 pub mod checkpoint;
 pub mod eval;
 pub mod run;

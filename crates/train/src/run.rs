@@ -46,6 +46,8 @@ pub struct Metrics {
     /// `test` (held-out views) or `train` (no test split: metrics on the training views).
     pub split: String,
     pub backend: String,
+    /// Steps skipped because the loss or a gradient was not finite (this process).
+    pub skipped_steps: u64,
     pub views: Vec<ViewMetrics>,
 }
 
@@ -60,6 +62,8 @@ pub enum RunError {
     Invalid { path: PathBuf, message: String },
     #[error("background writer: {0}")]
     Background(String),
+    #[error(transparent)]
+    Diverged(#[from] crate::trainer::Diverged),
 }
 
 pub const CONFIG_FILE: &str = "config.json";
@@ -229,7 +233,13 @@ pub fn train_run(
             worker.finish()?;
             return Ok(None);
         }
-        let stats = trainer.step();
+        let stats = match trainer.step() {
+            Ok(s) => s,
+            Err(e) => {
+                worker.finish()?;
+                return Err(e.into());
+            }
+        };
         progress(&stats);
         if cfg.checkpoint_every > 0 && stats.step % cfg.checkpoint_every == 0 && !trainer.done() {
             let secs = prior_seconds + started.elapsed().as_secs_f64();
@@ -290,6 +300,7 @@ pub fn train_run(
         its_per_second: (iterations - first_step) as f64 / this_run.max(1e-9),
         split: split.into(),
         backend: backend_name,
+        skipped_steps: trainer.skipped_steps,
         views: view_metrics,
     };
     write_json(&dir.join("metrics.json"), &metrics)?;

@@ -31,6 +31,35 @@ pub struct StepStats {
     pub num_gaussians: usize,
     pub densified: Option<DensifyReport>,
     pub opacity_reset: bool,
+    /// The loss or a gradient was not finite: nothing was applied.
+    pub skipped: bool,
+}
+
+/// Consecutive non-finite steps after which training stops.
+pub const MAX_CONSECUTIVE_SKIPS: u32 = 20;
+
+/// Training cannot go on.
+#[derive(Debug, thiserror::Error)]
+#[error("training diverged: {consecutive} consecutive steps up to step {step} had a non-finite loss or gradient ({total} skipped in all); the last checkpoint is intact")]
+pub struct Diverged {
+    pub step: u64,
+    pub consecutive: u32,
+    pub total: u64,
+}
+
+fn all_finite(g: &splat_core::Gaussians<f32>) -> bool {
+    let sum = |v: &[f32]| v.iter().fold(0.0f32, |a, &b| a + b * 0.0);
+    // x * 0 is NaN exactly when x is NaN or infinite, so one pass per group finds any non-finite value.
+    [
+        sum(g.means.as_flattened()),
+        sum(g.log_scales.as_flattened()),
+        sum(g.rotations.as_flattened()),
+        sum(&g.opacity_logits),
+        sum(g.sh_dc.as_flattened()),
+        sum(&g.sh_rest),
+    ]
+    .iter()
+    .all(|v| v.is_finite())
 }
 
 pub struct Trainer<'a> {
@@ -44,6 +73,9 @@ pub struct Trainer<'a> {
     ssim: SsimScratch<f32>,
     target: Vec<f32>,
     grad_image: Vec<f32>,
+    consecutive_skips: u32,
+    /// Steps skipped for non-finite values in this process.
+    pub skipped_steps: u64,
 }
 
 impl<'a> Trainer<'a> {
@@ -82,6 +114,8 @@ impl<'a> Trainer<'a> {
             ssim: SsimScratch::default(),
             target: Vec::new(),
             grad_image: Vec::new(),
+            consecutive_skips: 0,
+            skipped_steps: 0,
         }
     }
 
@@ -120,8 +154,9 @@ impl<'a> Trainer<'a> {
         )
     }
 
-    /// Runs one iteration.
-    pub fn step(&mut self) -> StepStats {
+    /// Runs one iteration. A step whose loss or gradients are not finite is skipped (counted in
+    /// `skipped_steps`); too many in a row is an error.
+    pub fn step(&mut self) -> Result<StepStats, Diverged> {
         let cfg = self.cfg.clone();
         let it = self.state.step + 1;
         if cfg.sh_degree_interval > 0
@@ -167,6 +202,22 @@ impl<'a> Trainer<'a> {
             psnr: train_psnr,
             ..Default::default()
         };
+        if !(lv.loss.is_finite() && all_finite(&self.buffers.grads)) {
+            self.skipped_steps += 1;
+            self.consecutive_skips += 1;
+            self.state.step = it;
+            if self.consecutive_skips >= MAX_CONSECUTIVE_SKIPS {
+                return Err(Diverged {
+                    step: it,
+                    consecutive: self.consecutive_skips,
+                    total: self.skipped_steps,
+                });
+            }
+            stats.skipped = true;
+            stats.num_gaussians = self.state.len();
+            return Ok(stats);
+        }
+        self.consecutive_skips = 0;
         let mut replaced_all = false;
         if it < cfg.densify_until {
             densify::accumulate_stats(
@@ -217,6 +268,6 @@ impl<'a> Trainer<'a> {
         }
         self.state.step = it;
         stats.num_gaussians = self.state.len();
-        stats
+        Ok(stats)
     }
 }

@@ -155,3 +155,85 @@ fn the_demo_scene_trains_to_a_useful_psnr() {
         m.psnr
     );
 }
+
+#[test]
+fn degenerate_gaussians_do_not_poison_a_step_and_non_finite_steps_are_skipped() {
+    use splat_train::Trainer;
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = DemoOptions {
+        width: 40,
+        height: 30,
+        views: 8,
+        points: 300,
+        seed: 2,
+    };
+    let (ds, _) = demo_dataset(&tmp.path().join("data"), opts);
+    // No densification here, so indices stay put.
+    let cfg = TrainConfig {
+        iterations: 50,
+        densify_from: 1000,
+        ..TrainConfig::default()
+    };
+    let mut t = Trainer::new(
+        cfg.clone(),
+        &ds.train,
+        &ds.points,
+        ds.background,
+        ds.scene_extent,
+        cpu(),
+    );
+    {
+        let g = &mut t.state.gaussians;
+        g.log_scales[0] = [f32::NEG_INFINITY; 3]; // zero scale
+        g.log_scales[1] = [14.0; 3]; // huge
+        g.rotations[2] = [0.0; 4]; // zero quaternion
+        g.opacity_logits[3] = 100.0; // opacity 1
+        g.opacity_logits[4] = -100.0; // opacity 0
+        g.means[5] = [f32::NAN, 0.0, 0.0];
+    }
+    for _ in 0..30 {
+        let s = t.step().unwrap();
+        assert!(!s.skipped && s.loss.is_finite(), "step {} poisoned", s.step);
+    }
+    let g = &t.state.gaussians;
+    for i in 6..g.len() {
+        assert!(g.means[i]
+            .iter()
+            .chain(&g.log_scales[i])
+            .chain(&g.rotations[i])
+            .all(|v| v.is_finite()));
+    }
+
+    // An infinite colour makes the loss infinite: the step is skipped, repeatedly, then training stops.
+    let mut t = Trainer::new(
+        cfg,
+        &ds.train,
+        &ds.points,
+        ds.background,
+        ds.scene_extent,
+        cpu(),
+    );
+    for g in t.state.gaussians.sh_dc.iter_mut() {
+        *g = [f32::INFINITY; 3];
+    }
+    let before = t.state.gaussians.means.clone();
+    let mut skipped = 0;
+    let err = loop {
+        match t.step() {
+            Ok(s) => {
+                assert!(s.skipped);
+                skipped += 1;
+            }
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(
+        skipped + 1,
+        splat_train::trainer::MAX_CONSECUTIVE_SKIPS as usize
+    );
+    assert_eq!(
+        t.state.gaussians.means, before,
+        "a skipped step changed parameters"
+    );
+    assert!(err.to_string().contains("diverged"), "{err}");
+}

@@ -151,3 +151,17 @@ pub fn undistort(img: &Rgb8Image, k: &Intrinsics) -> Rgb8Image {
         data,
     }
 }
+
+/// Resizes to `width` (height keeps the aspect ratio, rounded down) with a Catmull-Rom filter.
+pub fn resize_to_width(img: &Rgb8Image, width: u32) -> Rgb8Image {
+    let height = ((img.height as u64 * width as u64) / img.width as u64).max(1) as u32;
+    let buf: image::RgbImage =
+        image::ImageBuffer::from_raw(img.width, img.height, img.data.clone())
+            .expect("consistent size");
+    let out = image::imageops::resize(&buf, width, height, image::imageops::FilterType::CatmullRom);
+    Rgb8Image {
+        width,
+        height,
+        data: out.into_raw(),
+    }
+}

@@ -192,6 +192,9 @@ pub(crate) struct PendingView {
     pub ref_size: (f64, f64),
 }
 
+/// Without `--downscale`, wider images are resized to this width.
+pub const MAX_DEFAULT_WIDTH: u32 = 1600;
+
 /// Decodes, downscales and undistorts pending views in parallel. Missing or unreadable images are
 /// skipped with a warning when others load; if none load, the first error is returned.
 pub(crate) fn load_views(
@@ -206,7 +209,13 @@ pub(crate) fn load_views(
         .into_par_iter()
         .map(|p| {
             let raw = imageload::load_rgb(&p.path, background)?;
-            let img = imageload::downscale(&raw, factor);
+            let img = match opts.downscale {
+                // As the original: images wider than 1,600 pixels are brought to 1,600 unless a factor is given.
+                None if raw.width > MAX_DEFAULT_WIDTH => {
+                    imageload::resize_to_width(&raw, MAX_DEFAULT_WIDTH)
+                }
+                _ => imageload::downscale(&raw, factor),
+            };
             let sx = img.width as f64 / p.ref_size.0;
             let sy = img.height as f64 / p.ref_size.1;
             if (sx - sy).abs() > 0.02 * sx.max(sy) {
@@ -271,6 +280,11 @@ pub(crate) fn load_views(
     }
     if factor > 1 {
         notes.push(format!("images downscaled by {factor}"));
+    }
+    if opts.downscale.is_none() && views.iter().any(|v| v.image.width == MAX_DEFAULT_WIDTH) {
+        notes.push(format!(
+            "images wider than {MAX_DEFAULT_WIDTH} pixels were resized to {MAX_DEFAULT_WIDTH} wide (--downscale 1 keeps full resolution)"
+        ));
     }
     Ok(views)
 }
