@@ -1,6 +1,7 @@
 //! `splat`: the command-line interface. Library crates return typed errors; this binary turns them into
 //! one clear line on stderr and a non-zero exit code.
 
+mod bench_cmd;
 mod demo_cmd;
 mod render_cmd;
 mod train_cmd;
@@ -29,6 +30,8 @@ enum Command {
     Demo(demo_cmd::DemoArgs),
     /// Train a scene from posed photos (COLMAP, NeRF-synthetic, transforms.json, LLFF).
     Train(train_cmd::TrainArgs),
+    /// Time the training step stage by stage against this machine's measured peak.
+    Bench(bench_cmd::BenchArgs),
     /// PSNR and SSIM of a trained scene on a dataset's test views.
     Eval(train_cmd::EvalArgs),
     /// Render a PLY scene (or the built-in scene) from one camera to a PNG, or with --data every test
@@ -46,6 +49,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo_cmd::demo(args),
         Command::Train(args) => train_cmd::train(args),
         Command::Eval(args) => train_cmd::eval(args),
+        Command::Bench(args) => bench_cmd::bench(args),
         Command::Render(args) => render_cmd::render(args),
         Command::BuiltinScene(args) => render_cmd::write_builtin_scene(args),
         Command::Info(args) => render_cmd::info(args),

@@ -51,7 +51,7 @@ pub struct DataArgs {
 }
 
 impl DataArgs {
-    fn options(&self, eval: bool) -> Result<LoadOptions> {
+    pub fn options(&self, eval: bool) -> Result<LoadOptions> {
         if let Some(bg) = self.background {
             if bg.iter().any(|v| !(0.0..=1.0).contains(v)) {
                 bail!("--background values must be in [0, 1]");

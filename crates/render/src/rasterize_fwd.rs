@@ -12,6 +12,11 @@ use splat_core::{Real, TileGrid};
 
 use crate::types::{Bins, Cutoffs, Projected, RasterOutput, RenderSettings};
 
+/// Floating-point operations per evaluated (pixel, Gaussian) pair: offset 2, power 8, exp ~10 (range
+/// reduction and a degree-5 polynomial), alpha 1, transmittance 2, colour 9. Pairs skipped after the
+/// power test cost less, so FLOPs estimated with this are an upper bound.
+pub const FLOPS_PER_PAIR: f64 = 32.0;
+
 /// The cutoffs converted to the stage's scalar type.
 #[derive(Clone, Copy, Debug)]
 pub struct CutoffsF<F> {

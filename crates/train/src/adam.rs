@@ -7,6 +7,9 @@ pub const BETA1: f64 = 0.9;
 pub const BETA2: f64 = 0.999;
 pub const EPS: f64 = 1e-15;
 
+/// Floating-point operations per parameter of one update (moments 6, square root, divide, step 4).
+pub const FLOPS_PER_PARAM: f64 = 12.0;
+
 /// Moments of one parameter group (flattened like the parameters) and its step count.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AdamState {

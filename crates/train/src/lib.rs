@@ -6,6 +6,7 @@
 //! [`checkpoint`] (exact resume), [`eval`] (PSNR / SSIM on held-out views).
 
 pub mod adam;
+pub mod bench;
 pub mod config;
 pub mod densify;
 pub mod init;
@@ -16,7 +17,7 @@ pub mod trainer;
 
 pub use config::TrainConfig;
 pub use state::TrainState;
-pub use trainer::{Diverged, StepStats, Trainer};
+pub use trainer::{Diverged, StageTimes, StepStats, Trainer};
 pub mod checkpoint;
 pub mod eval;
 pub mod run;

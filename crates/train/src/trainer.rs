@@ -7,6 +7,8 @@
 //! parameter tensors, leaving them without gradients), an iteration that densifies applies no Adam step,
 //! one that resets opacities applies none to opacities, and the last iteration applies none.
 
+use std::time::{Duration, Instant};
+
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use splat_io::dataset::{Points, View};
@@ -33,6 +35,60 @@ pub struct StepStats {
     pub opacity_reset: bool,
     /// The loss or a gradient was not finite: nothing was applied.
     pub skipped: bool,
+    /// Wall time of each stage of this step.
+    pub times: StageTimes,
+}
+
+/// Wall time per stage of one training step, in the order they run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StageTimes {
+    pub project: Duration,
+    pub bin: Duration,
+    pub rasterize_forward: Duration,
+    pub loss: Duration,
+    pub rasterize_backward: Duration,
+    pub project_backward: Duration,
+    pub densify: Duration,
+    pub adam: Duration,
+}
+
+impl StageTimes {
+    pub const NAMES: [&'static str; 8] = [
+        "project",
+        "bin",
+        "rasterize_forward",
+        "loss",
+        "rasterize_backward",
+        "project_backward",
+        "densify",
+        "adam",
+    ];
+
+    pub fn as_array(&self) -> [Duration; 8] {
+        [
+            self.project,
+            self.bin,
+            self.rasterize_forward,
+            self.loss,
+            self.rasterize_backward,
+            self.project_backward,
+            self.densify,
+            self.adam,
+        ]
+    }
+
+    fn set_render(&mut self, timings: &[(&'static str, Duration)]) {
+        for &(name, d) in timings {
+            match name {
+                "project" => self.project = d,
+                "bin" => self.bin = d,
+                "rasterize_forward" => self.rasterize_forward = d,
+                "rasterize_backward" => self.rasterize_backward = d,
+                "project_backward" => self.project_backward = d,
+                _ => {}
+            }
+        }
+    }
 }
 
 /// Consecutive non-finite steps after which training stops.
@@ -123,6 +179,11 @@ impl<'a> Trainer<'a> {
         self.state.step >= self.cfg.iterations
     }
 
+    /// The buffers of the last step (projection, bins, raster output, gradients).
+    pub fn buffers(&self) -> &Buffers {
+        &self.buffers
+    }
+
     /// The backend's name.
     pub fn backend_name(&self) -> &str {
         self.backend.name()
@@ -175,6 +236,7 @@ impl<'a> Trainer<'a> {
         let g = &self.state.gaussians;
         splat_render::render(self.backend.as_mut(), g, cam, &settings, &mut self.buffers);
         let (w, h) = (cam.width as usize, cam.height as usize);
+        let t_loss = Instant::now();
         let lv = loss_and_grad(
             &self.buffers.raster.image,
             &self.target,
@@ -185,6 +247,7 @@ impl<'a> Trainer<'a> {
             &mut self.grad_image,
         );
         let train_psnr = psnr(&self.buffers.raster.image, &self.target);
+        let loss_time = t_loss.elapsed();
         splat_render::backward(
             self.backend.as_mut(),
             g,
@@ -202,6 +265,9 @@ impl<'a> Trainer<'a> {
             psnr: train_psnr,
             ..Default::default()
         };
+        stats.times.set_render(&self.buffers.timings);
+        stats.times.loss = loss_time;
+        let t_densify = Instant::now();
         if !(lv.loss.is_finite() && all_finite(&self.buffers.grads)) {
             self.skipped_steps += 1;
             self.consecutive_skips += 1;
@@ -247,6 +313,8 @@ impl<'a> Trainer<'a> {
                 stats.opacity_reset = true;
             }
         }
+        stats.times.densify = t_densify.elapsed();
+        let t_adam = Instant::now();
         if it < cfg.iterations && !replaced_all {
             let lrs = [
                 self.position_lr(it),
@@ -266,6 +334,7 @@ impl<'a> Trainer<'a> {
                 self.state.adam[gi].update(params, grad, lr);
             }
         }
+        stats.times.adam = t_adam.elapsed();
         self.state.step = it;
         stats.num_gaussians = self.state.len();
         Ok(stats)

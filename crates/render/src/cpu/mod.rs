@@ -10,6 +10,7 @@
 //! thread count, and no atomics are needed.
 
 pub mod bin;
+pub mod peak;
 pub mod rasterize;
 
 use splat_core::{Camera, Gaussians, TileGrid};

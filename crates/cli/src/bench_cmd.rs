@@ -1,0 +1,57 @@
+//! `splat bench`: per-stage timing of the training step against the measured machine peak.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use splat_train::bench::{self, BenchOptions};
+
+use crate::train_cmd::{load_dataset, BackendArg, DataArgs};
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Dataset folder (as for `splat train`).
+    pub data: PathBuf,
+    #[command(flatten)]
+    pub data_args: DataArgs,
+    /// Measured steps (after the warm-up).
+    #[arg(long, default_value_t = 50)]
+    pub steps: u64,
+    /// Unmeasured steps first.
+    #[arg(long, default_value_t = 5)]
+    pub warmup: u64,
+    /// SH degree, active from the first step.
+    #[arg(long, default_value_t = 3)]
+    pub sh_degree: usize,
+    /// Also write the report as JSON (with a top-level `its_per_second`).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Pipeline implementation.
+    #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
+    pub backend: BackendArg,
+}
+
+pub fn bench(args: BenchArgs) -> Result<()> {
+    if args.sh_degree > 3 {
+        bail!("--sh-degree {} is above 3", args.sh_degree);
+    }
+    if args.steps == 0 {
+        bail!("--steps must be at least 1");
+    }
+    let ds = load_dataset(&args.data, &args.data_args.options(false)?)?;
+    let opts = BenchOptions {
+        steps: args.steps,
+        warmup: args.warmup,
+        sh_degree: args.sh_degree,
+        seed: 0,
+    };
+    let report = bench::run(&ds, &opts, args.backend.make());
+    print!("{}", bench::format_table(&report));
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report).expect("serializable");
+        splat_io::write_atomic(path, text.as_bytes())
+            .with_context(|| format!("{}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}

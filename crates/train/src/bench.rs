@@ -1,0 +1,283 @@
+//! `splat bench`: time the training step stage by stage at the dataset's initial Gaussians (no
+//! densification), estimate each stage's work from what it processed, and compare with the machine's
+//! measured FMA peak (roofline thinking: a stage far below its bound is a bug until explained).
+//!
+//! Work per stage: Gaussians for project (all) and project backward (visible); tile intersections for
+//! binning; evaluated (pixel, Gaussian) pairs for the rasterizer (per tile: the Gaussians that survive the
+//! backend's tile culling times the tile's pixels, an upper bound since pixels stop early); image values
+//! for the loss; parameters for Adam. FLOPs are work times the per-item costs written next to each kernel.
+
+use serde::Serialize;
+use splat_core::TileGrid;
+use splat_io::dataset::Dataset;
+use splat_render::cpu::peak::{self, Peak};
+use splat_render::cpu::rasterize::tile_cull;
+use splat_render::{project, project_bwd, rasterize_bwd, rasterize_fwd, Backend, Buffers};
+
+use crate::config::TrainConfig;
+use crate::trainer::{StageTimes, Trainer};
+use crate::{adam, loss};
+
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    pub steps: u64,
+    pub warmup: u64,
+    pub sh_degree: usize,
+    pub seed: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StageRow {
+    pub name: &'static str,
+    pub ms_per_step: f64,
+    pub share: f64,
+    /// What was processed per step, e.g. "1.2e6 pairs".
+    pub work: String,
+    pub gflop_per_step: f64,
+    pub gflops: f64,
+    pub fraction_of_peak: f64,
+    pub mbytes_per_step: f64,
+    pub gbytes_per_second: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchReport {
+    pub its_per_second: f64,
+    pub ms_per_step: f64,
+    pub steps: u64,
+    pub gaussians: usize,
+    pub width: u32,
+    pub height: u32,
+    pub sh_degree: usize,
+    pub backend: String,
+    pub peak_isa: &'static str,
+    pub peak_threads: usize,
+    pub peak_gflops: f64,
+    pub peak_memory_bytes: Option<u64>,
+    pub stages: Vec<StageRow>,
+}
+
+/// Per-step work counters.
+#[derive(Clone, Copy, Debug, Default)]
+struct Work {
+    gaussians: f64,
+    visible: f64,
+    intersections: f64,
+    pairs: f64,
+    gathered: f64,
+    pixels: f64,
+}
+
+fn count_work(b: &Buffers, width: u32, height: u32, culls: bool) -> Work {
+    let grid = TileGrid::new(width, height);
+    let p = &b.projected;
+    let mut pairs = 0.0;
+    let mut gathered = 0.0;
+    for tile in 0..grid.num_tiles() {
+        let [s, e] = b.bins.tile_ranges[tile];
+        let (x0, y0, x1, y1) = grid.tile_pixels(tile);
+        let n = b.bins.gaussian_ids[s as usize..e as usize]
+            .iter()
+            .filter(|&&id| {
+                let i = id as usize;
+                !culls
+                    || !tile_cull(
+                        p.means2d[i],
+                        p.conics[i],
+                        p.opacities[i],
+                        1.0 / 255.0,
+                        x0,
+                        y0,
+                        x1,
+                        y1,
+                    )
+            })
+            .count() as f64;
+        gathered += n;
+        pairs += n * ((x1 - x0) * (y1 - y0)) as f64;
+    }
+    Work {
+        gaussians: p.len() as f64,
+        visible: p.num_visible() as f64,
+        intersections: b.bins.num_intersections() as f64,
+        pairs,
+        gathered,
+        pixels: (width * height) as f64,
+    }
+}
+
+/// Peak resident memory of this process (Linux), in bytes.
+pub fn peak_memory_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Runs the benchmark on the dataset's training views.
+pub fn run(ds: &Dataset, opts: &BenchOptions, backend: Box<dyn Backend + Send>) -> BenchReport {
+    let cfg = TrainConfig {
+        iterations: opts.warmup + opts.steps + 1,
+        seed: opts.seed,
+        sh_degree: opts.sh_degree,
+        sh_degree_interval: 0,
+        densify_until: 0,
+        ..TrainConfig::default()
+    };
+    let culls = backend.name() == "cpu";
+    let mut trainer = Trainer::new(
+        cfg,
+        &ds.train,
+        &ds.points,
+        ds.background,
+        ds.scene_extent,
+        backend,
+    );
+    trainer.state.active_sh_degree = opts.sh_degree;
+    let backend_name = trainer.backend_name().to_string();
+    let n_params: usize = trainer.state.adam.iter().map(|a| a.m.len()).sum();
+    let mut total = [0.0f64; 8];
+    let mut work = Work::default();
+    let mut wall = 0.0;
+    for i in 0..opts.warmup + opts.steps {
+        let t = std::time::Instant::now();
+        let stats = trainer.step().expect("benchmark steps are finite");
+        let dt = t.elapsed().as_secs_f64();
+        if i < opts.warmup {
+            continue;
+        }
+        wall += dt;
+        for (k, d) in stats.times.as_array().iter().enumerate() {
+            total[k] += d.as_secs_f64();
+        }
+        let cam = &trainer.views[0].camera;
+        let w = count_work(trainer.buffers(), cam.width, cam.height, culls);
+        work.gaussians += w.gaussians;
+        work.visible += w.visible;
+        work.intersections += w.intersections;
+        work.pairs += w.pairs;
+        work.gathered += w.gathered;
+        work.pixels += w.pixels;
+    }
+    let steps = opts.steps.max(1) as f64;
+    let per = |x: f64| x / steps;
+    let (g, vis, inter, pairs, gathered, px) = (
+        per(work.gaussians),
+        per(work.visible),
+        per(work.intersections),
+        per(work.pairs),
+        per(work.gathered),
+        per(work.pixels),
+    );
+    let values = px * 3.0;
+    let peak: Peak = peak::measure();
+    // (work description, FLOPs per step, bytes per step) for each stage in StageTimes order.
+    let rows: [(String, f64, f64); 8] = [
+        (
+            format!("{g:.0} Gaussians"),
+            g * project::FLOPS_PER_GAUSSIAN,
+            g * 312.0,
+        ),
+        (format!("{inter:.0} intersections"), 0.0, inter * 16.0),
+        (
+            format!("{pairs:.3e} pairs"),
+            pairs * rasterize_fwd::FLOPS_PER_PAIR,
+            gathered * 48.0 + px * 20.0,
+        ),
+        (
+            format!("{values:.0} values"),
+            values * loss::FLOPS_PER_VALUE,
+            values * 4.0 * 30.0,
+        ),
+        (
+            format!("{pairs:.3e} pairs"),
+            pairs * rasterize_bwd::FLOPS_PER_PAIR,
+            gathered * 48.0 + inter * 36.0 + px * 32.0,
+        ),
+        (
+            format!("{vis:.0} visible"),
+            vis * project_bwd::FLOPS_PER_GAUSSIAN,
+            g * 127.0 * 4.0,
+        ),
+        (format!("{g:.0} Gaussians"), 0.0, g * 12.0),
+        (
+            format!("{n_params} params"),
+            n_params as f64 * adam::FLOPS_PER_PARAM,
+            n_params as f64 * 28.0,
+        ),
+    ];
+    let stage_sum: f64 = total.iter().sum::<f64>() / steps;
+    let stages = StageTimes::NAMES
+        .iter()
+        .zip(rows)
+        .zip(total)
+        .map(|((&name, (work, flops, bytes)), t)| {
+            let secs = t / steps;
+            let gflops = if secs > 0.0 { flops / secs / 1e9 } else { 0.0 };
+            StageRow {
+                name,
+                ms_per_step: secs * 1e3,
+                share: secs / stage_sum.max(1e-12),
+                work,
+                gflop_per_step: flops / 1e9,
+                gflops,
+                fraction_of_peak: gflops / peak.gflops,
+                mbytes_per_step: bytes / 1e6,
+                gbytes_per_second: if secs > 0.0 { bytes / secs / 1e9 } else { 0.0 },
+            }
+        })
+        .collect();
+    let cam = &trainer.views[0].camera;
+    BenchReport {
+        its_per_second: steps / wall,
+        ms_per_step: wall / steps * 1e3,
+        steps: opts.steps,
+        gaussians: trainer.state.len(),
+        width: cam.width,
+        height: cam.height,
+        sh_degree: opts.sh_degree,
+        backend: backend_name,
+        peak_isa: peak.isa,
+        peak_threads: peak.threads,
+        peak_gflops: peak.gflops,
+        peak_memory_bytes: peak_memory_bytes(),
+        stages,
+    }
+}
+
+/// The report as a text table.
+pub fn format_table(r: &BenchReport) -> String {
+    let mut s = format!(
+        "{} Gaussians, {} x {}, SH degree {}, {} backend, {} steps\n",
+        r.gaussians, r.width, r.height, r.sh_degree, r.backend, r.steps
+    );
+    s += &format!(
+        "{:<19} {:>9} {:>6} {:>22} {:>9} {:>8} {:>7} {:>8}\n",
+        "stage", "ms/step", "share", "work", "GFLOP", "GFLOP/s", "% peak", "GB/s"
+    );
+    for row in &r.stages {
+        s += &format!(
+            "{:<19} {:>9.2} {:>5.1}% {:>22} {:>9.4} {:>8.2} {:>6.2}% {:>8.2}\n",
+            row.name,
+            row.ms_per_step,
+            row.share * 100.0,
+            row.work,
+            row.gflop_per_step,
+            row.gflops,
+            row.fraction_of_peak * 100.0,
+            row.gbytes_per_second
+        );
+    }
+    s += &format!(
+        "step: {:.2} ms = {:.2} it/s; peak memory {}; measured peak {:.1} GFLOP/s ({}, {} threads)\n",
+        r.ms_per_step,
+        r.its_per_second,
+        r.peak_memory_bytes
+            .map(|b| format!("{:.1} MiB", b as f64 / (1 << 20) as f64))
+            .unwrap_or_else(|| "unknown".into()),
+        r.peak_gflops,
+        r.peak_isa,
+        r.peak_threads
+    );
+    s
+}
