@@ -9,6 +9,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use splat_core::{Gaussians, TileGrid};
 use splat_render::cpu::rasterize::tile_cull;
+use splat_render::cpu::SimdLevel;
 use splat_render::rasterize_fwd::gaussian_power;
 use splat_render::{Backend, Buffers, CpuBackend, Cutoffs, ReferenceBackend, RenderSettings};
 
@@ -39,6 +40,14 @@ fn close(what: &str, a: &[f32], b: &[f32], rel: f32) {
 }
 
 fn compare(seed: u64, degree: usize, cutoffs: Cutoffs, w: u32, h: u32) {
+    let levels = SimdLevel::available();
+    eprintln!("SIMD levels on this machine: {levels:?}");
+    for level in levels {
+        compare_level(level, seed, degree, cutoffs, w, h);
+    }
+}
+
+fn compare_level(level: SimdLevel, seed: u64, degree: usize, cutoffs: Cutoffs, w: u32, h: u32) {
     let g = stress_scene(seed, degree).cast::<f32>();
     let mut settings = RenderSettings::new(degree);
     settings.cutoffs = cutoffs;
@@ -48,7 +57,14 @@ fn compare(seed: u64, degree: usize, cutoffs: Cutoffs, w: u32, h: u32) {
         .map(|&v| v as f32)
         .collect();
     let r = run(&mut ReferenceBackend, &g, &settings, w, h, &weights);
-    let f = run(&mut CpuBackend::new(), &g, &settings, w, h, &weights);
+    let f = run(
+        &mut CpuBackend::with_simd(level),
+        &g,
+        &settings,
+        w,
+        h,
+        &weights,
+    );
 
     assert_eq!(r.bins.gaussian_ids, f.bins.gaussian_ids);
     for (a, b) in r.bins.tile_ranges.iter().zip(&f.bins.tile_ranges) {
@@ -68,9 +84,24 @@ fn compare(seed: u64, degree: usize, cutoffs: Cutoffs, w: u32, h: u32) {
         .zip(&f.raster.image)
         .map(|(a, b)| (a - b).abs())
         .fold(0.0f32, f32::max);
-    assert!(max_diff <= 1e-5, "image max diff {max_diff}");
-    assert_eq!(r.raster.n_contrib, f.raster.n_contrib);
-    assert_eq!(r.raster.final_transmittance, f.raster.final_transmittance);
+    assert!(max_diff <= 1e-5, "{level:?}: image max diff {max_diff}");
+    if level == SimdLevel::Scalar {
+        assert_eq!(r.raster.n_contrib, f.raster.n_contrib);
+        assert_eq!(r.raster.final_transmittance, f.raster.final_transmittance);
+    } else {
+        // The polynomial exp can move a decision that sits exactly on a threshold; allow a handful.
+        let differ = r
+            .raster
+            .n_contrib
+            .iter()
+            .zip(&f.raster.n_contrib)
+            .filter(|(a, b)| a != b)
+            .count();
+        assert!(
+            differ <= 2,
+            "{level:?}: {differ} pixels changed their contributor count"
+        );
+    }
 
     let (rp, fp) = (&r.projected_grads, &f.projected_grads);
     close(

@@ -12,23 +12,42 @@
 pub mod bin;
 pub mod peak;
 pub mod rasterize;
+pub mod simd;
 
 use splat_core::{Camera, Gaussians, TileGrid};
 
 use crate::backend::Backend;
 use crate::types::{Bins, GaussianGrads, Projected, ProjectedGrads, RasterOutput, RenderSettings};
 use crate::{project, project_bwd};
+pub use simd::SimdLevel;
 
 /// Reusable scratch of the fast backend.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct CpuBackend {
+    /// Which kernels rasterize.
+    pub simd: SimdLevel,
     /// Per intersection: grad mean2d (2), conic (3), colour (3), opacity (1).
     intersection_grads: Vec<[f32; 9]>,
 }
 
+impl Default for CpuBackend {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl CpuBackend {
+    /// The widest vector kernels this CPU runs (or the level `SPLAT_SIMD` names).
     pub fn new() -> Self {
-        Self::default()
+        Self::with_simd(SimdLevel::from_env().unwrap_or_else(SimdLevel::detect))
+    }
+
+    /// A specific kernel level (tests force each one); an unsupported level falls back to portable.
+    pub fn with_simd(simd: SimdLevel) -> Self {
+        CpuBackend {
+            simd,
+            intersection_grads: Vec::new(),
+        }
     }
 }
 
@@ -59,7 +78,7 @@ impl Backend for CpuBackend {
         settings: &RenderSettings,
         out: &mut RasterOutput<f32>,
     ) {
-        rasterize::forward(projected, bins, grid, settings, out);
+        rasterize::forward_with(self.simd, projected, bins, grid, settings, out);
     }
 
     fn rasterize_backward(
@@ -73,6 +92,7 @@ impl Backend for CpuBackend {
         out: &mut ProjectedGrads<f32>,
     ) {
         rasterize::backward(
+            self.simd,
             projected,
             bins,
             grid,

@@ -3,6 +3,7 @@
 use rayon::prelude::*;
 use splat_core::{TileGrid, TILE_SIZE};
 
+use super::simd::{self, Cut, SimdLevel, TileData, TileGradIn, TileOut, TILE_PIXELS};
 use crate::rasterize_fwd::{gaussian_power, CutoffsF};
 use crate::types::{Bins, Projected, ProjectedGrads, RasterOutput, RenderSettings};
 
@@ -17,6 +18,37 @@ struct TileGaussian {
     color: [f32; 3],
     /// Below this `power` the alpha is certainly under the 1/255 cut (with margin), so `exp` is skipped.
     power_skip: f32,
+}
+
+/// Where a Gaussian can reach `alpha >= alpha_min`.
+pub enum Extent {
+    /// Everywhere (no cut, or a degenerate conic).
+    Unbounded,
+    /// Nowhere (opacity below the cut).
+    Invisible,
+    /// Within these half-widths (x, y) of its centre, widened for rounding.
+    Box(f64, f64),
+}
+
+/// The bounding box of the `alpha >= alpha_min` ellipse (see [`tile_cull`]).
+pub fn visible_extent(conic: [f32; 3], opacity: f32, alpha_min: f64) -> Extent {
+    if alpha_min <= 0.0 {
+        return Extent::Unbounded;
+    }
+    let o = opacity as f64;
+    if o < alpha_min {
+        return Extent::Invisible;
+    }
+    let t2 = 2.0 * (o / alpha_min).ln();
+    let [a, b, c] = conic.map(|v| v as f64);
+    let det = a * c - b * b;
+    if !(det > 0.0) {
+        return Extent::Unbounded;
+    }
+    Extent::Box(
+        (t2 * c / det).sqrt() * 1.01 + 0.01,
+        (t2 * a / det).sqrt() * 1.01 + 0.01,
+    )
 }
 
 /// True when the Gaussian's alpha is below `alpha_min` at every pixel centre of the tile `[x0, x1) x [y0, y1)`.
@@ -35,21 +67,11 @@ pub fn tile_cull(
     x1: u32,
     y1: u32,
 ) -> bool {
-    if alpha_min <= 0.0 {
-        return false;
-    }
-    let o = opacity as f64;
-    if o < alpha_min {
-        return true;
-    }
-    let t2 = 2.0 * (o / alpha_min).ln();
-    let [a, b, c] = conic.map(|v| v as f64);
-    let det = a * c - b * b;
-    if !(det > 0.0) {
-        return false;
-    }
-    let ex = (t2 * c / det).sqrt() * 1.01 + 0.01;
-    let ey = (t2 * a / det).sqrt() * 1.01 + 0.01;
+    let (ex, ey) = match visible_extent(conic, opacity, alpha_min) {
+        Extent::Unbounded => return false,
+        Extent::Invisible => return true,
+        Extent::Box(ex, ey) => (ex, ey),
+    };
     let (u, v) = (mean[0] as f64, mean[1] as f64);
     u + ex < x0 as f64 + 0.5
         || u - ex > x1 as f64 - 0.5
@@ -94,6 +116,128 @@ fn gather(
     }
 }
 
+/// Like `gather`, into a structure of arrays for the vector kernels.
+fn gather_soa(
+    projected: &Projected<f32>,
+    list: &[u32],
+    alpha_min: f64,
+    rect: (u32, u32, u32, u32),
+    td: &mut TileData,
+) {
+    td.clear();
+    let (x0, y0, x1, y1) = rect;
+    for (pos, &id) in list.iter().enumerate() {
+        let id = id as usize;
+        let (mean, conic, opacity) = (
+            projected.means2d[id],
+            projected.conics[id],
+            projected.opacities[id],
+        );
+        if tile_cull(mean, conic, opacity, alpha_min, x0, y0, x1, y1) {
+            continue;
+        }
+        let c = projected.colors[id];
+        // Tile rows whose pixel centres can see the Gaussian.
+        let (row0, row1) = match visible_extent(conic, opacity, alpha_min) {
+            Extent::Box(_, ey) => {
+                let top = (mean[1] as f64 - ey - 0.5 - y0 as f64)
+                    .ceil()
+                    .max(0.0)
+                    .min((y1 - y0 - 1) as f64);
+                let bottom = (mean[1] as f64 + ey - 0.5 - y0 as f64)
+                    .floor()
+                    .min((y1 - y0 - 1) as f64);
+                (top as u8, bottom.max(top) as u8)
+            }
+            _ => (0, (y1 - y0 - 1) as u8),
+        };
+        td.row0.push(row0);
+        td.row1.push(row1);
+        td.pos.push(pos as u32);
+        td.mx.push(mean[0]);
+        td.my.push(mean[1]);
+        td.ca.push(conic[0]);
+        td.cb.push(conic[1]);
+        td.cc.push(conic[2]);
+        td.opacity.push(opacity);
+        td.r.push(c[0]);
+        td.g.push(c[1]);
+        td.b.push(c[2]);
+    }
+}
+
+fn cut_of(settings: &RenderSettings) -> Cut {
+    let c = CutoffsF::<f32>::new(&settings.cutoffs);
+    Cut {
+        alpha_min: c.alpha_min,
+        alpha_max: c.alpha_max,
+        t_min: c.transmittance_min,
+        bg: settings.background,
+    }
+}
+
+/// Forward with the vector kernels of `level` (the scalar path when `level` is `Scalar`).
+pub fn forward_with(
+    level: SimdLevel,
+    projected: &Projected<f32>,
+    bins: &Bins,
+    grid: &TileGrid,
+    settings: &RenderSettings,
+    out: &mut RasterOutput<f32>,
+) {
+    if level == SimdLevel::Scalar {
+        return forward(projected, bins, grid, settings, out);
+    }
+    out.resize(grid.width, grid.height);
+    let cut = cut_of(settings);
+    let alpha_min = settings.cutoffs.alpha_min;
+    let w = grid.width as usize;
+    let band = TILE_SIZE as usize * w;
+    let RasterOutput {
+        image,
+        final_transmittance,
+        n_contrib,
+        ..
+    } = out;
+    image
+        .par_chunks_mut(band * 3)
+        .zip(final_transmittance.par_chunks_mut(band))
+        .zip(n_contrib.par_chunks_mut(band))
+        .enumerate()
+        .for_each_init(
+            || (TileData::default(), Box::<TileOut>::default()),
+            |(td, tile_out), (ty, ((img, trans), contrib))| {
+                for tx in 0..grid.tiles_x as usize {
+                    let tile = ty * grid.tiles_x as usize + tx;
+                    let [start, end] = bins.tile_ranges[tile];
+                    let rect = grid.tile_pixels(tile);
+                    gather_soa(
+                        projected,
+                        &bins.gaussian_ids[start as usize..end as usize],
+                        alpha_min,
+                        rect,
+                        td,
+                    );
+                    let (x0, y0, x1, y1) = rect;
+                    let (tw, th) = ((x1 - x0) as usize, (y1 - y0) as usize);
+                    simd::forward(level, td, x0, y0, tw, th, &cut, tile_out);
+                    for ly in 0..th {
+                        for lx in 0..tw {
+                            let i = ly * 16 + lx;
+                            let p = ly * w + x0 as usize + lx;
+                            for ch in 0..3 {
+                                img[p * 3 + ch] = tile_out.rgb[ch][i];
+                            }
+                            trans[p] = tile_out.t[i];
+                            contrib[p] = tile_out.last[i];
+                        }
+                    }
+                }
+            },
+        );
+}
+
+/// The scalar forward: the reference's per-pixel arithmetic, bit-identical.
 pub fn forward(
     projected: &Projected<f32>,
     bins: &Bins,
@@ -192,6 +336,7 @@ fn band_range(bins: &Bins, grid: &TileGrid, ty: usize) -> (usize, usize) {
 
 #[allow(clippy::too_many_arguments)]
 pub fn backward(
+    level: SimdLevel,
     projected: &Projected<f32>,
     bins: &Bins,
     grid: &TileGrid,
@@ -226,6 +371,95 @@ pub fn backward(
         consumed = hi;
     }
 
+    if level != SimdLevel::Scalar {
+        let simd_cut = cut_of(settings);
+        bands.par_iter_mut().for_each_init(
+            || {
+                (
+                    TileData::default(),
+                    Box::<TileGradIn>::default(),
+                    Vec::<[f32; 9]>::new(),
+                )
+            },
+            |(td, inp, acc), (ty, band_start, slots)| {
+                for tx in 0..grid.tiles_x as usize {
+                    let tile = *ty * grid.tiles_x as usize + tx;
+                    let [start, end] = bins.tile_ranges[tile];
+                    if end == start {
+                        continue;
+                    }
+                    let rect = grid.tile_pixels(tile);
+                    gather_soa(
+                        projected,
+                        &bins.gaussian_ids[start as usize..end as usize],
+                        alpha_min,
+                        rect,
+                        td,
+                    );
+                    let (x0, y0, x1, y1) = rect;
+                    for i in 0..TILE_PIXELS {
+                        let (lx, ly) = (i % 16, i / 16);
+                        let (px, py) = (x0 as usize + lx, y0 as usize + ly);
+                        if px < x1 as usize && py < y1 as usize {
+                            let pixel = py * w + px;
+                            for ch in 0..3 {
+                                inp.grad[ch][i] = grad_image[pixel * 3 + ch];
+                            }
+                            inp.t_final[i] = raster.final_transmittance[pixel];
+                            inp.n_contrib[i] = raster.n_contrib[pixel];
+                        } else {
+                            for ch in 0..3 {
+                                inp.grad[ch][i] = 0.0;
+                            }
+                            inp.t_final[i] = 0.0;
+                            inp.n_contrib[i] = 0;
+                        }
+                    }
+                    acc.clear();
+                    acc.resize(td.len(), [0.0; 9]);
+                    simd::backward(level, td, x0, y0, &simd_cut, inp, acc);
+                    for (k, &pos) in td.pos.iter().enumerate() {
+                        slots[start as usize - *band_start + pos as usize] = acc[k];
+                    }
+                }
+            },
+        );
+    } else {
+        backward_scalar_bands(
+            projected, bins, grid, &mut bands, cut, alpha_min, bg, w, raster, grad_image,
+        );
+    }
+
+    out.reset(projected.len());
+    for (k, &id) in bins.gaussian_ids.iter().enumerate() {
+        let g = &intersection_grads[k];
+        let id = id as usize;
+        out.grad_means2d[id][0] += g[0];
+        out.grad_means2d[id][1] += g[1];
+        out.grad_conics[id][0] += g[2];
+        out.grad_conics[id][1] += g[3];
+        out.grad_conics[id][2] += g[4];
+        out.grad_colors[id][0] += g[5];
+        out.grad_colors[id][1] += g[6];
+        out.grad_colors[id][2] += g[7];
+        out.grad_opacities[id] += g[8];
+    }
+}
+
+/// The scalar backward over bands: the reference's per-pixel arithmetic.
+#[allow(clippy::too_many_arguments)]
+fn backward_scalar_bands(
+    projected: &Projected<f32>,
+    bins: &Bins,
+    grid: &TileGrid,
+    bands: &mut [(usize, usize, &mut [[f32; 9]])],
+    cut: CutoffsF<f32>,
+    alpha_min: f64,
+    bg: [f32; 3],
+    w: usize,
+    raster: &RasterOutput<f32>,
+    grad_image: &[f32],
+) {
     bands.par_iter_mut().for_each(|(ty, band_start, slots)| {
         let mut local = Vec::new();
         let mut acc: Vec<[f32; 9]> = Vec::new();
@@ -302,19 +536,4 @@ pub fn backward(
             }
         }
     });
-
-    out.reset(projected.len());
-    for (k, &id) in bins.gaussian_ids.iter().enumerate() {
-        let g = &intersection_grads[k];
-        let id = id as usize;
-        out.grad_means2d[id][0] += g[0];
-        out.grad_means2d[id][1] += g[1];
-        out.grad_conics[id][0] += g[2];
-        out.grad_conics[id][1] += g[3];
-        out.grad_conics[id][2] += g[4];
-        out.grad_colors[id][0] += g[5];
-        out.grad_colors[id][1] += g[6];
-        out.grad_colors[id][2] += g[7];
-        out.grad_opacities[id] += g[8];
-    }
 }
