@@ -67,7 +67,7 @@ impl SimdLevel {
 /// polynomial for `e^r`, and `2^n` built from the exponent bits. Relative error about 2e-7.
 #[inline(always)]
 pub fn exp_neg(x: f32) -> f32 {
-    let x = x.max(-87.0).min(0.0);
+    let x = x.clamp(-87.0, 0.0);
     // Round to nearest with the 1.5 * 2^23 trick (vectorizes on every instruction set, unlike `round`).
     const MAGIC: f32 = 12_582_912.0;
     let n = (x * std::f32::consts::LOG2_E + MAGIC) - MAGIC;
