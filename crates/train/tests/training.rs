@@ -105,8 +105,8 @@ fn resumed_run_is_bitwise_identical_to_an_uninterrupted_one() {
     );
 }
 
-/// The PSNR the small demo must reach on its held-out views after 600 steps (it reaches about 25 dB;
-/// the initial point cloud alone gives about 15 dB).
+/// The PSNR the small demo must reach on its held-out views after 800 steps. It reached 24.0 dB on the
+/// development machine (AVX-512 kernels); 2 dB of margin covers other kernel levels and platforms.
 const DEMO_MIN_PSNR: f64 = 22.0;
 
 #[test]
@@ -124,9 +124,9 @@ fn the_demo_scene_trains_to_a_useful_psnr() {
         data: tmp.path().join("data"),
         load,
         train: TrainConfig {
-            iterations: 600,
-            densify_from: 100,
-            densify_interval: 50,
+            iterations: 800,
+            densify_from: 200,
+            densify_interval: 100,
             opacity_reset_interval: 10_000,
             sh_degree_interval: 150,
             ..TrainConfig::default()
