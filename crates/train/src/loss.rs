@@ -27,9 +27,9 @@ pub const FLOPS_PER_VALUE: f64 = 396.0;
 /// The normalized 1-D Gaussian taps.
 pub fn gaussian_taps<F: Real>() -> [F; SSIM_WINDOW] {
     let half = (SSIM_WINDOW / 2) as f64;
-    let w: Vec<f64> = (0..SSIM_WINDOW)
-        .map(|i| (-((i as f64 - half).powi(2)) / (2.0 * SSIM_SIGMA * SSIM_SIGMA)).exp())
-        .collect();
+    let w: [f64; SSIM_WINDOW] = std::array::from_fn(|i| {
+        (-((i as f64 - half).powi(2)) / (2.0 * SSIM_SIGMA * SSIM_SIGMA)).exp()
+    });
     let s: f64 = w.iter().sum();
     std::array::from_fn(|i| F::c(w[i] / s))
 }

@@ -180,6 +180,12 @@ fn submit_checkpoint(worker: &IoWorker, dir: &Path, state: TrainState, train_sec
     });
 }
 
+enum LoopEnd {
+    Done,
+    Stopped,
+    Diverged(crate::trainer::Diverged),
+}
+
 /// How a run starts.
 pub enum Start {
     Fresh,
@@ -196,7 +202,7 @@ pub fn train_run(
     start: Start,
     make_backend: &dyn Fn() -> Box<dyn Backend + Send>,
     stop_after: Option<u64>,
-    progress: &mut dyn FnMut(&StepStats),
+    progress: &mut (dyn FnMut(&StepStats) + Send),
 ) -> Result<Option<Metrics>, RunError> {
     std::fs::create_dir_all(dir.join("checkpoints")).map_err(io_err(dir))?;
     write_json(&dir.join(CONFIG_FILE), cfg)?;
@@ -228,22 +234,36 @@ pub fn train_run(
     let worker = IoWorker::new();
     let started = Instant::now();
     let first_step = trainer.state.step;
-    while !trainer.done() {
-        if stop_after.is_some_and(|s| trainer.state.step >= s) {
+    // The loop runs inside one rayon scope, on a pool thread: the stages' parallel splits then use the
+    // worker's own queue instead of injecting jobs from outside, which keeps the steady state free of
+    // allocations.
+    let end = rayon::scope(|_| {
+        while !trainer.done() {
+            if stop_after.is_some_and(|s| trainer.state.step >= s) {
+                return LoopEnd::Stopped;
+            }
+            let stats = match trainer.step() {
+                Ok(s) => s,
+                Err(e) => return LoopEnd::Diverged(e),
+            };
+            progress(&stats);
+            if cfg.checkpoint_every > 0 && stats.step % cfg.checkpoint_every == 0 && !trainer.done()
+            {
+                let secs = prior_seconds + started.elapsed().as_secs_f64();
+                submit_checkpoint(&worker, dir, trainer.state.clone(), secs);
+            }
+        }
+        LoopEnd::Done
+    });
+    match end {
+        LoopEnd::Done => {}
+        LoopEnd::Stopped => {
             worker.finish()?;
             return Ok(None);
         }
-        let stats = match trainer.step() {
-            Ok(s) => s,
-            Err(e) => {
-                worker.finish()?;
-                return Err(e.into());
-            }
-        };
-        progress(&stats);
-        if cfg.checkpoint_every > 0 && stats.step % cfg.checkpoint_every == 0 && !trainer.done() {
-            let secs = prior_seconds + started.elapsed().as_secs_f64();
-            submit_checkpoint(&worker, dir, trainer.state.clone(), secs);
+        LoopEnd::Diverged(e) => {
+            worker.finish()?;
+            return Err(e.into());
         }
     }
     let this_run = started.elapsed().as_secs_f64();

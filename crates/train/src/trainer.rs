@@ -192,7 +192,8 @@ impl<'a> Trainer<'a> {
     fn next_view(&mut self) -> usize {
         let s = &mut self.state;
         if s.epoch_pos >= s.epoch_order.len() {
-            s.epoch_order = (0..self.views.len() as u32).collect();
+            s.epoch_order.clear();
+            s.epoch_order.extend(0..self.views.len() as u32);
             for i in (1..s.epoch_order.len()).rev() {
                 let j = s.rng.random_range(0..=i);
                 s.epoch_order.swap(i, j);

@@ -1,7 +1,6 @@
 //! Binning by counting sort: count intersections per tile, prefix-sum into offsets, scatter Gaussian ids in
 //! id order, then sort each tile's slice by (depth, id) in parallel. The result equals the reference's.
 
-use rayon::prelude::*;
 use splat_core::TileGrid;
 
 use crate::types::{Bins, Projected};
@@ -42,17 +41,28 @@ pub fn bin(projected: &Projected<f32>, grid: &TileGrid, out: &mut Bins) {
             }
         }
     }
-    // Split the id list into per-tile slices and sort each by (depth, id).
-    let mut slices: Vec<&mut [u32]> = Vec::with_capacity(num_tiles);
-    let mut rest: &mut [u32] = &mut out.gaussian_ids;
-    for r in &out.tile_ranges {
-        let (head, tail) = rest.split_at_mut((r[1] - r[0]) as usize);
-        slices.push(head);
-        rest = tail;
+    // Sort each tile's slice by (depth, id), tiles in parallel (recursive halving: no allocation).
+    sort_tiles(&mut out.gaussian_ids, &out.tile_ranges, &projected.depths);
+}
+
+fn sort_tiles(ids: &mut [u32], ranges: &[[u32; 2]], depths: &[f32]) {
+    // Below this many entries the split is not worth a task.
+    const SEQUENTIAL: usize = 4096;
+    if ranges.len() == 1 || ids.len() <= SEQUENTIAL {
+        let base = ranges.first().map_or(0, |r| r[0]);
+        for r in ranges {
+            let s = &mut ids[(r[0] - base) as usize..(r[1] - base) as usize];
+            // Depths are > 0.2, so their bit patterns order like the values.
+            s.sort_unstable_by_key(|&id| {
+                ((depths[id as usize].to_bits() as u64) << 32) | id as u64
+            });
+        }
+        return;
     }
-    let depths = &projected.depths;
-    slices.par_iter_mut().for_each(|s| {
-        // Depths are > 0.2, so their bit patterns order like the values.
-        s.sort_unstable_by_key(|&id| ((depths[id as usize].to_bits() as u64) << 32) | id as u64);
-    });
+    let mid = ranges.len() / 2;
+    let (left, right) = ids.split_at_mut((ranges[mid][0] - ranges[0][0]) as usize);
+    rayon::join(
+        || sort_tiles(left, &ranges[..mid], depths),
+        || sort_tiles(right, &ranges[mid..], depths),
+    );
 }

@@ -22,12 +22,12 @@ use crate::{project, project_bwd};
 pub use simd::SimdLevel;
 
 /// Reusable scratch of the fast backend.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct CpuBackend {
     /// Which kernels rasterize.
     pub simd: SimdLevel,
-    /// Per intersection: grad mean2d (2), conic (3), colour (3), opacity (1).
-    intersection_grads: Vec<[f32; 9]>,
+    bands: Vec<rasterize::BandScratch>,
+    backward: rasterize::BackwardScratch,
 }
 
 impl Default for CpuBackend {
@@ -46,7 +46,8 @@ impl CpuBackend {
     pub fn with_simd(simd: SimdLevel) -> Self {
         CpuBackend {
             simd,
-            intersection_grads: Vec::new(),
+            bands: Vec::new(),
+            backward: rasterize::BackwardScratch::default(),
         }
     }
 }
@@ -78,7 +79,15 @@ impl Backend for CpuBackend {
         settings: &RenderSettings,
         out: &mut RasterOutput<f32>,
     ) {
-        rasterize::forward_with(self.simd, projected, bins, grid, settings, out);
+        rasterize::forward(
+            self.simd,
+            projected,
+            bins,
+            grid,
+            settings,
+            &mut self.bands,
+            out,
+        );
     }
 
     fn rasterize_backward(
@@ -99,7 +108,8 @@ impl Backend for CpuBackend {
             settings,
             raster,
             grad_image,
-            &mut self.intersection_grads,
+            &mut self.backward,
+            &mut self.bands,
             out,
         );
     }

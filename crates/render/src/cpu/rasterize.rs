@@ -176,79 +176,65 @@ fn cut_of(settings: &RenderSettings) -> Cut {
     }
 }
 
-/// Forward with the vector kernels of `level` (the scalar path when `level` is `Scalar`).
-pub fn forward_with(
+/// Reusable scratch of one band (row of tiles): a steady-state step allocates nothing.
+#[derive(Default)]
+pub struct BandScratch {
+    td: TileData,
+    local: Vec<TileGaussian>,
+    acc: Vec<[f32; 9]>,
+    tile_out: Box<TileOut>,
+    grad_in: Box<TileGradIn>,
+}
+
+impl std::fmt::Debug for BandScratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BandScratch")
+            .field("gathered", &self.td.len())
+            .finish()
+    }
+}
+
+/// One scratch per band, each with room for the longest tile list of `bins` (plus a quarter, so lists
+/// that grow slowly during training do not reallocate every few steps).
+fn ensure_scratch(scratch: &mut Vec<BandScratch>, bands: usize, bins: &Bins) {
+    if scratch.len() < bands {
+        scratch.resize_with(bands, BandScratch::default);
+    }
+    let longest = bins
+        .tile_ranges
+        .iter()
+        .map(|r| (r[1] - r[0]) as usize)
+        .max()
+        .unwrap_or(0);
+    for sc in scratch.iter_mut() {
+        if sc.local.capacity() < longest
+            || sc.td.pos.capacity() < longest
+            || sc.acc.capacity() < longest
+        {
+            let room = longest + longest / 4;
+            sc.local.reserve(room.saturating_sub(sc.local.len()));
+            sc.acc.reserve(room.saturating_sub(sc.acc.len()));
+            sc.td.reserve(room);
+        }
+    }
+}
+
+/// Forward with the kernels of `level`; the `Scalar` level is the reference's per-pixel arithmetic and
+/// bit-identical to it.
+pub fn forward(
     level: SimdLevel,
     projected: &Projected<f32>,
     bins: &Bins,
     grid: &TileGrid,
     settings: &RenderSettings,
-    out: &mut RasterOutput<f32>,
-) {
-    if level == SimdLevel::Scalar {
-        return forward(projected, bins, grid, settings, out);
-    }
-    out.resize(grid.width, grid.height);
-    let cut = cut_of(settings);
-    let alpha_min = settings.cutoffs.alpha_min;
-    let w = grid.width as usize;
-    let band = TILE_SIZE as usize * w;
-    let RasterOutput {
-        image,
-        final_transmittance,
-        n_contrib,
-        ..
-    } = out;
-    image
-        .par_chunks_mut(band * 3)
-        .zip(final_transmittance.par_chunks_mut(band))
-        .zip(n_contrib.par_chunks_mut(band))
-        .enumerate()
-        .for_each_init(
-            || (TileData::default(), Box::<TileOut>::default()),
-            |(td, tile_out), (ty, ((img, trans), contrib))| {
-                for tx in 0..grid.tiles_x as usize {
-                    let tile = ty * grid.tiles_x as usize + tx;
-                    let [start, end] = bins.tile_ranges[tile];
-                    let rect = grid.tile_pixels(tile);
-                    gather_soa(
-                        projected,
-                        &bins.gaussian_ids[start as usize..end as usize],
-                        alpha_min,
-                        rect,
-                        td,
-                    );
-                    let (x0, y0, x1, y1) = rect;
-                    let (tw, th) = ((x1 - x0) as usize, (y1 - y0) as usize);
-                    simd::forward(level, td, x0, y0, tw, th, &cut, tile_out);
-                    for ly in 0..th {
-                        for lx in 0..tw {
-                            let i = ly * 16 + lx;
-                            let p = ly * w + x0 as usize + lx;
-                            for ch in 0..3 {
-                                img[p * 3 + ch] = tile_out.rgb[ch][i];
-                            }
-                            trans[p] = tile_out.t[i];
-                            contrib[p] = tile_out.last[i];
-                        }
-                    }
-                }
-            },
-        );
-}
-
-/// The scalar forward: the reference's per-pixel arithmetic, bit-identical.
-pub fn forward(
-    projected: &Projected<f32>,
-    bins: &Bins,
-    grid: &TileGrid,
-    settings: &RenderSettings,
+    scratch: &mut Vec<BandScratch>,
     out: &mut RasterOutput<f32>,
 ) {
     out.resize(grid.width, grid.height);
+    ensure_scratch(scratch, grid.tiles_y as usize, bins);
+    let simd_cut = cut_of(settings);
     let cut = CutoffsF::<f32>::new(&settings.cutoffs);
     let alpha_min = settings.cutoffs.alpha_min;
-    let bg = settings.background;
     let w = grid.width as usize;
     let band = TILE_SIZE as usize * w;
     let RasterOutput {
@@ -261,59 +247,95 @@ pub fn forward(
         .par_chunks_mut(band * 3)
         .zip(final_transmittance.par_chunks_mut(band))
         .zip(n_contrib.par_chunks_mut(band))
+        .zip(scratch.par_iter_mut())
         .enumerate()
-        .for_each(|(ty, ((img, trans), contrib))| {
-            let mut local = Vec::new();
+        .for_each(|(ty, (((img, trans), contrib), sc))| {
             for tx in 0..grid.tiles_x as usize {
                 let tile = ty * grid.tiles_x as usize + tx;
                 let [start, end] = bins.tile_ranges[tile];
+                let list = &bins.gaussian_ids[start as usize..end as usize];
                 let rect = grid.tile_pixels(tile);
-                gather(
-                    projected,
-                    &bins.gaussian_ids[start as usize..end as usize],
-                    alpha_min,
-                    rect,
-                    &mut local,
-                );
                 let (x0, y0, x1, y1) = rect;
-                for py in y0..y1 {
-                    for px in x0..x1 {
-                        let pix = [px as f32 + 0.5, py as f32 + 0.5];
-                        let mut t = 1.0f32;
-                        let mut rgb = [0.0f32; 3];
-                        let mut last = 0u32;
-                        for gs in &local {
-                            let power = gaussian_power(
-                                gs.conic,
-                                [gs.mean[0] - pix[0], gs.mean[1] - pix[1]],
-                            );
-                            if power > 0.0 {
-                                continue;
-                            }
-                            let alpha = (gs.opacity * power.exp()).min(cut.alpha_max);
-                            if alpha < cut.alpha_min {
-                                continue;
-                            }
-                            let next_t = t * (1.0 - alpha);
-                            if next_t < cut.transmittance_min {
-                                break;
-                            }
-                            for ch in 0..3 {
-                                rgb[ch] += gs.color[ch] * alpha * t;
-                            }
-                            t = next_t;
-                            last = gs.pos + 1;
-                        }
-                        let p = (py - y0) as usize * w + px as usize;
+                if level == SimdLevel::Scalar {
+                    gather(projected, list, alpha_min, rect, &mut sc.local);
+                    forward_tile_scalar(
+                        &sc.local,
+                        rect,
+                        &cut,
+                        settings.background,
+                        w,
+                        img,
+                        trans,
+                        contrib,
+                    );
+                    continue;
+                }
+                gather_soa(projected, list, alpha_min, rect, &mut sc.td);
+                let (tw, th) = ((x1 - x0) as usize, (y1 - y0) as usize);
+                simd::forward(level, &sc.td, x0, y0, tw, th, &simd_cut, &mut sc.tile_out);
+                let to = &sc.tile_out;
+                for ly in 0..th {
+                    for lx in 0..tw {
+                        let i = ly * 16 + lx;
+                        let p = ly * w + x0 as usize + lx;
                         for ch in 0..3 {
-                            img[p * 3 + ch] = rgb[ch] + t * bg[ch];
+                            img[p * 3 + ch] = to.rgb[ch][i];
                         }
-                        trans[p] = t;
-                        contrib[p] = last;
+                        trans[p] = to.t[i];
+                        contrib[p] = to.last[i];
                     }
                 }
             }
         });
+}
+
+/// One tile, one pixel at a time, with the reference's arithmetic. `img`, `trans` and `contrib` are the
+/// band's rows.
+#[allow(clippy::too_many_arguments)]
+fn forward_tile_scalar(
+    local: &[TileGaussian],
+    rect: (u32, u32, u32, u32),
+    cut: &CutoffsF<f32>,
+    bg: [f32; 3],
+    w: usize,
+    img: &mut [f32],
+    trans: &mut [f32],
+    contrib: &mut [u32],
+) {
+    let (x0, y0, x1, y1) = rect;
+    for py in y0..y1 {
+        for px in x0..x1 {
+            let pix = [px as f32 + 0.5, py as f32 + 0.5];
+            let mut t = 1.0f32;
+            let mut rgb = [0.0f32; 3];
+            let mut last = 0u32;
+            for gs in local {
+                let power = gaussian_power(gs.conic, [gs.mean[0] - pix[0], gs.mean[1] - pix[1]]);
+                if power > 0.0 || power < gs.power_skip {
+                    continue;
+                }
+                let alpha = (gs.opacity * power.exp()).min(cut.alpha_max);
+                if alpha < cut.alpha_min {
+                    continue;
+                }
+                let next_t = t * (1.0 - alpha);
+                if next_t < cut.transmittance_min {
+                    break;
+                }
+                for ch in 0..3 {
+                    rgb[ch] += gs.color[ch] * alpha * t;
+                }
+                t = next_t;
+                last = gs.pos + 1;
+            }
+            let p = (py - y0) as usize * w + px as usize;
+            for ch in 0..3 {
+                img[p * 3 + ch] = rgb[ch] + t * bg[ch];
+            }
+            trans[p] = t;
+            contrib[p] = last;
+        }
+    }
 }
 
 /// Range of intersections covered by tile row `ty`.
@@ -334,6 +356,41 @@ fn band_range(bins: &Bins, grid: &TileGrid, ty: usize) -> (usize, usize) {
     }
 }
 
+/// Calls `f(band, slots, scratch)` in parallel for consecutive parts of `data` (band `i` owns
+/// `bounds[i]..bounds[i + 1]`), splitting recursively with `rayon::join`: no heap allocation.
+fn for_each_band<F>(
+    data: &mut [[f32; 9]],
+    bounds: &[usize],
+    scratch: &mut [BandScratch],
+    first: usize,
+    f: &F,
+) where
+    F: Fn(usize, &mut [[f32; 9]], &mut BandScratch) + Sync,
+{
+    let parts = bounds.len() - 1;
+    match parts {
+        0 => {}
+        1 => f(first, data, &mut scratch[0]),
+        _ => {
+            let mid = parts / 2;
+            let (dl, dr) = data.split_at_mut(bounds[mid] - bounds[0]);
+            let (sl, sr) = scratch.split_at_mut(mid);
+            rayon::join(
+                || for_each_band(dl, &bounds[..=mid], sl, first, f),
+                || for_each_band(dr, &bounds[mid..], sr, first + mid, f),
+            );
+        }
+    }
+}
+
+/// Reusable buffers of the backward.
+#[derive(Debug, Default)]
+pub struct BackwardScratch {
+    /// Per intersection: grad mean2d (2), conic (3), colour (3), opacity (1).
+    pub intersection_grads: Vec<[f32; 9]>,
+    band_bounds: Vec<usize>,
+}
+
 #[allow(clippy::too_many_arguments)]
 pub fn backward(
     level: SimdLevel,
@@ -343,96 +400,111 @@ pub fn backward(
     settings: &RenderSettings,
     raster: &RasterOutput<f32>,
     grad_image: &[f32],
-    intersection_grads: &mut Vec<[f32; 9]>,
+    bwd: &mut BackwardScratch,
+    scratch: &mut Vec<BandScratch>,
     out: &mut ProjectedGrads<f32>,
 ) {
     assert_eq!(grad_image.len(), raster.image.len(), "grad_image size");
+    let tiles_y = grid.tiles_y as usize;
+    ensure_scratch(scratch, tiles_y, bins);
+    let simd_cut = cut_of(settings);
     let cut = CutoffsF::<f32>::new(&settings.cutoffs);
     let alpha_min = settings.cutoffs.alpha_min;
     let bg = settings.background;
     let w = grid.width as usize;
-    intersection_grads.clear();
-    intersection_grads.resize(bins.gaussian_ids.len(), [0.0; 9]);
+    let total = bins.gaussian_ids.len();
+    bwd.intersection_grads.clear();
+    bwd.intersection_grads.resize(total, [0.0; 9]);
 
-    // Carve the intersection buffer into one slice per tile row (tile lists are in tile order).
-    let mut bands: Vec<(usize, usize, &mut [[f32; 9]])> = Vec::with_capacity(grid.tiles_y as usize);
-    let mut rest: &mut [[f32; 9]] = intersection_grads;
-    let mut consumed = 0usize;
-    for ty in 0..grid.tiles_y as usize {
+    // Tile lists are in tile order, so each row of tiles owns a contiguous run of intersections.
+    bwd.band_bounds.clear();
+    bwd.band_bounds.push(0);
+    for ty in 0..tiles_y {
+        let prev = *bwd.band_bounds.last().expect("non-empty");
         let (lo, hi) = band_range(bins, grid, ty);
         if hi == lo {
-            continue;
+            bwd.band_bounds.push(prev);
+        } else {
+            assert_eq!(lo, prev, "tile lists are not in tile order");
+            bwd.band_bounds.push(hi);
         }
-        assert!(lo >= consumed, "tile lists are not in tile order");
-        let (_, tail) = rest.split_at_mut(lo - consumed);
-        let (mine, tail) = tail.split_at_mut(hi - lo);
-        bands.push((ty, lo, mine));
-        rest = tail;
-        consumed = hi;
     }
+    assert_eq!(
+        *bwd.band_bounds.last().expect("non-empty"),
+        total,
+        "intersections outside the tiles"
+    );
 
-    if level != SimdLevel::Scalar {
-        let simd_cut = cut_of(settings);
-        bands.par_iter_mut().for_each_init(
-            || {
-                (
-                    TileData::default(),
-                    Box::<TileGradIn>::default(),
-                    Vec::<[f32; 9]>::new(),
-                )
-            },
-            |(td, inp, acc), (ty, band_start, slots)| {
-                for tx in 0..grid.tiles_x as usize {
-                    let tile = *ty * grid.tiles_x as usize + tx;
-                    let [start, end] = bins.tile_ranges[tile];
-                    if end == start {
-                        continue;
-                    }
-                    let rect = grid.tile_pixels(tile);
-                    gather_soa(
-                        projected,
-                        &bins.gaussian_ids[start as usize..end as usize],
-                        alpha_min,
-                        rect,
-                        td,
-                    );
-                    let (x0, y0, x1, y1) = rect;
-                    for i in 0..TILE_PIXELS {
-                        let (lx, ly) = (i % 16, i / 16);
-                        let (px, py) = (x0 as usize + lx, y0 as usize + ly);
-                        if px < x1 as usize && py < y1 as usize {
-                            let pixel = py * w + px;
-                            for ch in 0..3 {
-                                inp.grad[ch][i] = grad_image[pixel * 3 + ch];
-                            }
-                            inp.t_final[i] = raster.final_transmittance[pixel];
-                            inp.n_contrib[i] = raster.n_contrib[pixel];
-                        } else {
-                            for ch in 0..3 {
-                                inp.grad[ch][i] = 0.0;
-                            }
-                            inp.t_final[i] = 0.0;
-                            inp.n_contrib[i] = 0;
-                        }
-                    }
-                    acc.clear();
-                    acc.resize(td.len(), [0.0; 9]);
-                    simd::backward(level, td, x0, y0, &simd_cut, inp, acc);
-                    for (k, &pos) in td.pos.iter().enumerate() {
-                        slots[start as usize - *band_start + pos as usize] = acc[k];
-                    }
+    let bounds = &bwd.band_bounds;
+    let band_fn = |ty: usize, slots: &mut [[f32; 9]], sc: &mut BandScratch| {
+        let band_start = bounds[ty];
+        for tx in 0..grid.tiles_x as usize {
+            let tile = ty * grid.tiles_x as usize + tx;
+            let [start, end] = bins.tile_ranges[tile];
+            if end == start {
+                continue;
+            }
+            let list = &bins.gaussian_ids[start as usize..end as usize];
+            let rect = grid.tile_pixels(tile);
+            let base = start as usize - band_start;
+            if level == SimdLevel::Scalar {
+                gather(projected, list, alpha_min, rect, &mut sc.local);
+                sc.acc.clear();
+                sc.acc.resize(sc.local.len(), [0.0; 9]);
+                backward_tile_scalar(
+                    &sc.local,
+                    rect,
+                    &cut,
+                    bg,
+                    w,
+                    raster,
+                    grad_image,
+                    &mut sc.acc,
+                );
+                for (k, gs) in sc.local.iter().enumerate() {
+                    slots[base + gs.pos as usize] = sc.acc[k];
                 }
-            },
-        );
-    } else {
-        backward_scalar_bands(
-            projected, bins, grid, &mut bands, cut, alpha_min, bg, w, raster, grad_image,
-        );
-    }
+                continue;
+            }
+            gather_soa(projected, list, alpha_min, rect, &mut sc.td);
+            let (x0, y0, x1, y1) = rect;
+            let inp = &mut sc.grad_in;
+            for i in 0..TILE_PIXELS {
+                let (px, py) = (x0 as usize + i % 16, y0 as usize + i / 16);
+                if px < x1 as usize && py < y1 as usize {
+                    let pixel = py * w + px;
+                    for ch in 0..3 {
+                        inp.grad[ch][i] = grad_image[pixel * 3 + ch];
+                    }
+                    inp.t_final[i] = raster.final_transmittance[pixel];
+                    inp.n_contrib[i] = raster.n_contrib[pixel];
+                } else {
+                    for ch in 0..3 {
+                        inp.grad[ch][i] = 0.0;
+                    }
+                    inp.t_final[i] = 0.0;
+                    inp.n_contrib[i] = 0;
+                }
+            }
+            sc.acc.clear();
+            sc.acc.resize(sc.td.len(), [0.0; 9]);
+            simd::backward(level, &sc.td, x0, y0, &simd_cut, &sc.grad_in, &mut sc.acc);
+            for (k, &pos) in sc.td.pos.iter().enumerate() {
+                slots[base + pos as usize] = sc.acc[k];
+            }
+        }
+    };
+    for_each_band(
+        &mut bwd.intersection_grads,
+        bounds,
+        &mut scratch[..tiles_y],
+        0,
+        &band_fn,
+    );
 
     out.reset(projected.len());
     for (k, &id) in bins.gaussian_ids.iter().enumerate() {
-        let g = &intersection_grads[k];
+        let g = &bwd.intersection_grads[k];
         let id = id as usize;
         out.grad_means2d[id][0] += g[0];
         out.grad_means2d[id][1] += g[1];
@@ -446,94 +518,68 @@ pub fn backward(
     }
 }
 
-/// The scalar backward over bands: the reference's per-pixel arithmetic.
+/// One tile of the backward, one pixel at a time, with the reference's arithmetic.
 #[allow(clippy::too_many_arguments)]
-fn backward_scalar_bands(
-    projected: &Projected<f32>,
-    bins: &Bins,
-    grid: &TileGrid,
-    bands: &mut [(usize, usize, &mut [[f32; 9]])],
-    cut: CutoffsF<f32>,
-    alpha_min: f64,
+fn backward_tile_scalar(
+    local: &[TileGaussian],
+    rect: (u32, u32, u32, u32),
+    cut: &CutoffsF<f32>,
     bg: [f32; 3],
     w: usize,
     raster: &RasterOutput<f32>,
     grad_image: &[f32],
+    acc: &mut [[f32; 9]],
 ) {
-    bands.par_iter_mut().for_each(|(ty, band_start, slots)| {
-        let mut local = Vec::new();
-        let mut acc: Vec<[f32; 9]> = Vec::new();
-        for tx in 0..grid.tiles_x as usize {
-            let tile = *ty * grid.tiles_x as usize + tx;
-            let [start, end] = bins.tile_ranges[tile];
-            if end == start {
-                continue;
-            }
-            let rect = grid.tile_pixels(tile);
-            gather(
-                projected,
-                &bins.gaussian_ids[start as usize..end as usize],
-                alpha_min,
-                rect,
-                &mut local,
-            );
-            acc.clear();
-            acc.resize(local.len(), [0.0; 9]);
-            let (x0, y0, x1, y1) = rect;
-            for py in y0..y1 {
-                for px in x0..x1 {
-                    let pixel = py as usize * w + px as usize;
-                    let pix = [px as f32 + 0.5, py as f32 + 0.5];
-                    let g_pix = [
-                        grad_image[pixel * 3],
-                        grad_image[pixel * 3 + 1],
-                        grad_image[pixel * 3 + 2],
-                    ];
-                    let t_final = raster.final_transmittance[pixel];
-                    let n = raster.n_contrib[pixel];
-                    let mut t = t_final;
-                    let mut behind = [bg[0] * t_final, bg[1] * t_final, bg[2] * t_final];
-                    // Entries blended at this pixel are those before position n.
-                    let count = local.partition_point(|g| g.pos < n);
-                    for (k, gs) in local[..count].iter().enumerate().rev() {
-                        let d = [gs.mean[0] - pix[0], gs.mean[1] - pix[1]];
-                        let power = gaussian_power(gs.conic, d);
-                        if power > 0.0 || power < gs.power_skip {
-                            continue;
-                        }
-                        let g = power.exp();
-                        let alpha_raw = gs.opacity * g;
-                        let alpha = alpha_raw.min(cut.alpha_max);
-                        if alpha < cut.alpha_min {
-                            continue;
-                        }
-                        let one_minus = 1.0 - alpha;
-                        let t_i = t / one_minus;
-                        let a = &mut acc[k];
-                        let mut grad_alpha = 0.0f32;
-                        for ch in 0..3 {
-                            a[5 + ch] += alpha * t_i * g_pix[ch];
-                            grad_alpha += g_pix[ch] * (gs.color[ch] * t_i - behind[ch] / one_minus);
-                            behind[ch] += gs.color[ch] * alpha * t_i;
-                        }
-                        t = t_i;
-                        if alpha_raw > cut.alpha_max {
-                            continue;
-                        }
-                        a[8] += grad_alpha * g;
-                        let grad_power = grad_alpha * gs.opacity * g;
-                        let c = gs.conic;
-                        a[0] += grad_power * (-c[0] * d[0] - c[1] * d[1]);
-                        a[1] += grad_power * (-c[2] * d[1] - c[1] * d[0]);
-                        a[2] += grad_power * -0.5 * d[0] * d[0];
-                        a[3] -= grad_power * d[0] * d[1];
-                        a[4] += grad_power * -0.5 * d[1] * d[1];
-                    }
+    let (x0, y0, x1, y1) = rect;
+    for py in y0..y1 {
+        for px in x0..x1 {
+            let pixel = py as usize * w + px as usize;
+            let pix = [px as f32 + 0.5, py as f32 + 0.5];
+            let g_pix = [
+                grad_image[pixel * 3],
+                grad_image[pixel * 3 + 1],
+                grad_image[pixel * 3 + 2],
+            ];
+            let t_final = raster.final_transmittance[pixel];
+            let n = raster.n_contrib[pixel];
+            let mut t = t_final;
+            let mut behind = [bg[0] * t_final, bg[1] * t_final, bg[2] * t_final];
+            // Entries blended at this pixel are those before position n.
+            let count = local.partition_point(|g| g.pos < n);
+            for (k, gs) in local[..count].iter().enumerate().rev() {
+                let d = [gs.mean[0] - pix[0], gs.mean[1] - pix[1]];
+                let power = gaussian_power(gs.conic, d);
+                if power > 0.0 || power < gs.power_skip {
+                    continue;
                 }
-            }
-            for (k, gs) in local.iter().enumerate() {
-                slots[start as usize - *band_start + gs.pos as usize] = acc[k];
+                let g = power.exp();
+                let alpha_raw = gs.opacity * g;
+                let alpha = alpha_raw.min(cut.alpha_max);
+                if alpha < cut.alpha_min {
+                    continue;
+                }
+                let one_minus = 1.0 - alpha;
+                let t_i = t / one_minus;
+                let a = &mut acc[k];
+                let mut grad_alpha = 0.0f32;
+                for ch in 0..3 {
+                    a[5 + ch] += alpha * t_i * g_pix[ch];
+                    grad_alpha += g_pix[ch] * (gs.color[ch] * t_i - behind[ch] / one_minus);
+                    behind[ch] += gs.color[ch] * alpha * t_i;
+                }
+                t = t_i;
+                if alpha_raw > cut.alpha_max {
+                    continue;
+                }
+                a[8] += grad_alpha * g;
+                let grad_power = grad_alpha * gs.opacity * g;
+                let c = gs.conic;
+                a[0] += grad_power * (-c[0] * d[0] - c[1] * d[1]);
+                a[1] += grad_power * (-c[2] * d[1] - c[1] * d[0]);
+                a[2] += grad_power * -0.5 * d[0] * d[0];
+                a[3] -= grad_power * d[0] * d[1];
+                a[4] += grad_power * -0.5 * d[1] * d[1];
             }
         }
-    });
+    }
 }

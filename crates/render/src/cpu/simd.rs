@@ -123,6 +123,26 @@ impl TileData {
         self.pos.len()
     }
 
+    /// Makes room for `n` Gaussians without reallocating later.
+    pub fn reserve(&mut self, n: usize) {
+        for v in [
+            &mut self.mx,
+            &mut self.my,
+            &mut self.ca,
+            &mut self.cb,
+            &mut self.cc,
+            &mut self.opacity,
+            &mut self.r,
+            &mut self.g,
+            &mut self.b,
+        ] {
+            v.reserve(n.saturating_sub(v.len()));
+        }
+        self.pos.reserve(n.saturating_sub(self.pos.len()));
+        self.row0.reserve(n.saturating_sub(self.row0.len()));
+        self.row1.reserve(n.saturating_sub(self.row1.len()));
+    }
+
     pub fn is_empty(&self) -> bool {
         self.pos.is_empty()
     }

@@ -1,0 +1,85 @@
+//! The steady-state training step allocates nothing: a counting global allocator watches 30 steps after a
+//! warm-up (densification off, as between densifications), on every SIMD level of this machine.
+// A global allocator is an unsafe trait; this one only counts and forwards to the system allocator.
+#![allow(unsafe_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use splat_io::dataset::demo::{write_demo_dataset, DemoOptions};
+use splat_io::dataset::{self, LoadOptions};
+use splat_render::cpu::SimdLevel;
+use splat_render::CpuBackend;
+use splat_train::{TrainConfig, Trainer};
+
+struct Counting;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn steady_state_steps_do_not_allocate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = DemoOptions {
+        width: 64,
+        height: 48,
+        views: 6,
+        points: 2000,
+        seed: 4,
+    };
+    write_demo_dataset(tmp.path(), &opts).unwrap();
+    let ds = dataset::load(tmp.path(), &LoadOptions::default()).unwrap();
+    for level in SimdLevel::available() {
+        let cfg = TrainConfig {
+            iterations: 1000,
+            sh_degree_interval: 0,
+            densify_until: 0,
+            ..TrainConfig::default()
+        };
+        let mut t = Trainer::new(
+            cfg,
+            &ds.train,
+            &ds.points,
+            ds.background,
+            ds.scene_extent,
+            Box::new(CpuBackend::with_simd(level)),
+        );
+        t.state.active_sh_degree = 3;
+        // Warm-up: every view once (buffers reach their largest sizes), then a bit more.
+        for _ in 0..20 {
+            t.step().unwrap();
+        }
+        // As in `run::train_run`: the loop runs on a pool thread.
+        rayon::scope(|_| {
+            ALLOCATIONS.store(0, Ordering::SeqCst);
+            COUNTING.store(true, Ordering::SeqCst);
+            for _ in 0..30 {
+                t.step().unwrap();
+            }
+            COUNTING.store(false, Ordering::SeqCst);
+        });
+        let n = ALLOCATIONS.load(Ordering::SeqCst);
+        assert_eq!(n, 0, "{level:?}: {n} allocations in 30 steady-state steps");
+    }
+}
