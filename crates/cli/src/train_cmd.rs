@@ -369,11 +369,7 @@ pub fn eval(args: EvalArgs) -> Result<()> {
     }
     let g = splat_io::read_ply(&ply)?;
     let ds = eval_dataset(&args.data, &args.data_args, &cfg)?;
-    let views = if ds.test.is_empty() {
-        &ds.train
-    } else {
-        &ds.test
-    };
+    let (views, split) = ds.eval_views();
     let degree = args.sh_degree.unwrap_or(g.sh_degree).min(g.sh_degree);
     let mut backend = args.backend.make();
     let m = evaluate(
@@ -391,7 +387,7 @@ pub fn eval(args: EvalArgs) -> Result<()> {
     println!(
         "mean over {} {} views: PSNR {p:.2} dB, SSIM {s:.4} ({} Gaussians)",
         m.len(),
-        if ds.test.is_empty() { "train" } else { "test" },
+        split,
         g.len()
     );
     Ok(())
@@ -408,11 +404,7 @@ pub fn render_dataset(
 ) -> Result<()> {
     let g = splat_io::read_ply(ply)?;
     let ds = load_dataset(data, &data_args.options(true)?)?;
-    let views = if ds.test.is_empty() {
-        &ds.train
-    } else {
-        &ds.test
-    };
+    let (views, _) = ds.eval_views();
     std::fs::create_dir_all(out)
         .with_context(|| format!("{}: cannot create the folder", out.display()))?;
     let degree = sh_degree.unwrap_or(g.sh_degree).min(g.sh_degree);
@@ -425,11 +417,7 @@ pub fn render_dataset(
         ds.background,
         degree,
         |v, img| {
-            let stem = Path::new(&v.name)
-                .file_stem()
-                .map(|s| s.to_string_lossy().to_string())
-                .unwrap_or_default();
-            let path = out.join(format!("{stem}.png"));
+            let path = out.join(v.render_file_name());
             if let Err(e) = splat_io::images::save_png(&path, v.camera.width, v.camera.height, img)
             {
                 err.get_or_insert(e);

@@ -276,11 +276,7 @@ pub fn train_run(
     worker
         .submit(move || splat_io::write_ply(&ply_path, &ply_gaussians).map_err(|e| e.to_string()));
 
-    let (views, split) = if ds.test.is_empty() {
-        (&ds.train, "train")
-    } else {
-        (&ds.test, "test")
-    };
+    let (views, split) = ds.eval_views();
     let renders = dir.join("renders");
     if split == "test" {
         std::fs::create_dir_all(&renders).map_err(io_err(&renders))?;
@@ -294,13 +290,7 @@ pub fn train_run(
         trainer.state.active_sh_degree,
         |view, img| {
             if split == "test" {
-                let stem = Path::new(&view.name)
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().to_string());
-                let path = renders.join(format!(
-                    "{}.png",
-                    stem.unwrap_or_else(|| view.name.replace('/', "_"))
-                ));
+                let path = renders.join(view.render_file_name());
                 let (w, h, img) = (view.camera.width, view.camera.height, img.to_vec());
                 worker.submit(move || {
                     splat_io::images::save_png(&path, w, h, &img).map_err(|e| e.to_string())

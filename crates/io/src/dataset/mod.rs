@@ -110,6 +110,27 @@ impl Dataset {
     pub fn all_views(&self) -> impl Iterator<Item = &View> {
         self.train.iter().chain(self.test.iter())
     }
+
+    /// The views metrics are reported on, and which split they are: the test views, or the training
+    /// views when there is no test split.
+    pub fn eval_views(&self) -> (&[View], &'static str) {
+        if self.test.is_empty() {
+            (&self.train, "train")
+        } else {
+            (&self.test, "test")
+        }
+    }
+}
+
+impl View {
+    /// File name for a render of this view: the image's stem plus `.png`.
+    pub fn render_file_name(&self) -> String {
+        let stem = Path::new(&self.name)
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_else(|| self.name.replace('/', "_"));
+        format!("{stem}.png")
+    }
 }
 
 /// Detects the format of a dataset folder.

@@ -79,6 +79,28 @@ pub fn tile_cull(
         || v - ey > y1 as f64 - 0.5
 }
 
+/// Calls `f(position in the list, Gaussian id)` for each entry of a tile's list that survives the tile cull.
+fn for_each_survivor(
+    projected: &Projected<f32>,
+    list: &[u32],
+    alpha_min: f64,
+    rect: (u32, u32, u32, u32),
+    mut f: impl FnMut(u32, usize),
+) {
+    let (x0, y0, x1, y1) = rect;
+    for (pos, &id) in list.iter().enumerate() {
+        let id = id as usize;
+        let (mean, conic, opacity) = (
+            projected.means2d[id],
+            projected.conics[id],
+            projected.opacities[id],
+        );
+        if !tile_cull(mean, conic, opacity, alpha_min, x0, y0, x1, y1) {
+            f(pos as u32, id);
+        }
+    }
+}
+
 fn gather(
     projected: &Projected<f32>,
     list: &[u32],
@@ -87,17 +109,8 @@ fn gather(
     out: &mut Vec<TileGaussian>,
 ) {
     out.clear();
-    let (x0, y0, x1, y1) = rect;
-    for (pos, &id) in list.iter().enumerate() {
-        let id = id as usize;
-        let (mean, conic, opacity) = (
-            projected.means2d[id],
-            projected.conics[id],
-            projected.opacities[id],
-        );
-        if tile_cull(mean, conic, opacity, alpha_min, x0, y0, x1, y1) {
-            continue;
-        }
+    for_each_survivor(projected, list, alpha_min, rect, |pos, id| {
+        let opacity = projected.opacities[id];
         // alpha < alpha_min  <=>  power < ln(alpha_min / opacity); 0.01 of margin keeps f32 rounding of the
         // exact test on the same side, so skipping never changes a result.
         let power_skip = if alpha_min > 0.0 {
@@ -106,17 +119,17 @@ fn gather(
             f32::NEG_INFINITY
         };
         out.push(TileGaussian {
-            pos: pos as u32,
-            mean,
-            conic,
+            pos,
+            mean: projected.means2d[id],
+            conic: projected.conics[id],
             opacity,
             color: projected.colors[id],
             power_skip,
         });
-    }
+    });
 }
 
-/// Like `gather`, into a structure of arrays for the vector kernels.
+/// Like `gather`, into a structure of arrays for the vector kernels, with each Gaussian's visible rows.
 fn gather_soa(
     projected: &Projected<f32>,
     list: &[u32],
@@ -125,35 +138,31 @@ fn gather_soa(
     td: &mut TileData,
 ) {
     td.clear();
-    let (x0, y0, x1, y1) = rect;
-    for (pos, &id) in list.iter().enumerate() {
-        let id = id as usize;
+    let (_, y0, _, y1) = rect;
+    let last_row = (y1 - y0 - 1) as f64;
+    for_each_survivor(projected, list, alpha_min, rect, |pos, id| {
         let (mean, conic, opacity) = (
             projected.means2d[id],
             projected.conics[id],
             projected.opacities[id],
         );
-        if tile_cull(mean, conic, opacity, alpha_min, x0, y0, x1, y1) {
-            continue;
-        }
-        let c = projected.colors[id];
         // Tile rows whose pixel centres can see the Gaussian.
         let (row0, row1) = match visible_extent(conic, opacity, alpha_min) {
             Extent::Box(_, ey) => {
                 let top = (mean[1] as f64 - ey - 0.5 - y0 as f64)
                     .ceil()
-                    .max(0.0)
-                    .min((y1 - y0 - 1) as f64);
+                    .clamp(0.0, last_row);
                 let bottom = (mean[1] as f64 + ey - 0.5 - y0 as f64)
                     .floor()
-                    .min((y1 - y0 - 1) as f64);
+                    .min(last_row);
                 (top as u8, bottom.max(top) as u8)
             }
-            _ => (0, (y1 - y0 - 1) as u8),
+            _ => (0, last_row as u8),
         };
+        let c = projected.colors[id];
         td.row0.push(row0);
         td.row1.push(row1);
-        td.pos.push(pos as u32);
+        td.pos.push(pos);
         td.mx.push(mean[0]);
         td.my.push(mean[1]);
         td.ca.push(conic[0]);
@@ -163,7 +172,7 @@ fn gather_soa(
         td.r.push(c[0]);
         td.g.push(c[1]);
         td.b.push(c[2]);
-    }
+    });
 }
 
 fn cut_of(settings: &RenderSettings) -> Cut {
