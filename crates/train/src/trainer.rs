@@ -5,7 +5,9 @@
 //! statistics, densify every `densify_interval` steps after `densify_from`, reset opacities every
 //! `opacity_reset_interval` steps; then the Adam step. As in the original (where densification replaces the
 //! parameter tensors, leaving them without gradients), an iteration that densifies applies no Adam step,
-//! one that resets opacities applies none to opacities, and the last iteration applies none.
+//! one that resets opacities applies none to opacities, and the last iteration applies none. The result
+//! is the model the original saves at its last iteration, which it does before that iteration's
+//! densification, so the last iteration does not densify or reset either.
 
 use std::time::{Duration, Instant};
 
@@ -286,7 +288,11 @@ impl<'a> Trainer<'a> {
         }
         self.consecutive_skips = 0;
         let mut replaced_all = false;
-        if it < cfg.densify_until {
+        // The original saves its output at iteration N before that iteration's densification, so the
+        // last iteration neither densifies nor resets opacities (a reset there would leave every
+        // Gaussian at 1% opacity in the result).
+        let last = it >= cfg.iterations;
+        if it < cfg.densify_until && !last {
             densify::accumulate_stats(
                 &mut self.state,
                 &self.buffers.projected,

@@ -237,3 +237,55 @@ fn degenerate_gaussians_do_not_poison_a_step_and_non_finite_steps_are_skipped() 
     );
     assert!(err.to_string().contains("diverged"), "{err}");
 }
+
+#[test]
+fn the_last_iteration_neither_densifies_nor_resets_opacity() {
+    use splat_train::Trainer;
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = DemoOptions {
+        width: 32,
+        height: 24,
+        views: 6,
+        points: 300,
+        seed: 9,
+    };
+    let (ds, _) = demo_dataset(&tmp.path().join("data"), opts);
+    // Both schedules fall on iteration 60, the last one.
+    let cfg = TrainConfig {
+        iterations: 60,
+        densify_from: 10,
+        densify_interval: 20,
+        opacity_reset_interval: 60,
+        ..TrainConfig::default()
+    };
+    let mut t = Trainer::new(
+        cfg,
+        &ds.train,
+        &ds.points,
+        ds.background,
+        ds.scene_extent,
+        cpu(),
+    );
+    let mut last = None;
+    while !t.done() {
+        let s = t.step().unwrap();
+        if s.step == 40 {
+            assert!(
+                s.densified.is_some(),
+                "densifies on schedule before the end"
+            );
+        }
+        last = Some(s);
+    }
+    let last = last.unwrap();
+    assert_eq!(last.step, 60);
+    assert!(last.densified.is_none() && !last.opacity_reset);
+    let opaque = t
+        .state
+        .gaussians
+        .opacity_logits
+        .iter()
+        .filter(|&&l| splat_core::sigmoid(l) > 0.02)
+        .count();
+    assert!(opaque > 0, "the result must not be the reset model");
+}

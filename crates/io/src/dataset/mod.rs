@@ -177,6 +177,9 @@ pub fn load(root: &Path, opts: &LoadOptions) -> Result<Dataset, DatasetError> {
         DatasetFormat::Llff => llff::load_llff(root, opts)?,
     };
     ds.scene_extent = scene_extent(ds.all_views().map(|v| &v.camera));
+    // Loaders that load several splits report the same things once.
+    let mut seen = std::collections::HashSet::new();
+    ds.notes.retain(|n| seen.insert(n.clone()));
     Ok(ds)
 }
 
