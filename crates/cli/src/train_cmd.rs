@@ -97,6 +97,10 @@ pub struct TrainArgs {
     /// Stop densification from growing beyond this many Gaussians.
     #[arg(long)]
     pub max_gaussians: Option<usize>,
+    /// Prune Gaussians larger than this times the scene extent (after the first opacity reset), as the
+    /// original does with 0.1; 0 disables it. See NOTES.md for its effect on forward-facing scenes.
+    #[arg(long, default_value_t = 0.1)]
+    pub prune_world_scale: f64,
     /// Write a checkpoint every N steps (0: only at the end).
     #[arg(long, default_value_t = 1000)]
     pub checkpoint_every: u64,
@@ -261,6 +265,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
                 seed: args.seed,
                 sh_degree: args.sh_degree,
                 max_gaussians: args.max_gaussians,
+                prune_world_scale: args.prune_world_scale,
                 ..TrainConfig::default()
             };
             let cfg = RunConfig {

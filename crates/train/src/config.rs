@@ -31,7 +31,7 @@ pub struct TrainConfig {
     pub opacity_reset_interval: u64,
     pub min_opacity: f64,
     /// Prune Gaussians whose world-space max scale exceeds this times the extent (after the first
-    /// opacity reset, as the original).
+    /// opacity reset, as the original); 0 disables it.
     pub prune_world_scale: f64,
     /// Prune Gaussians whose screen radius exceeded this many pixels since the last densification
     /// (after the first opacity reset). The original code resets the radii just before this test, so it

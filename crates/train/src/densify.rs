@@ -151,7 +151,7 @@ pub fn densify_and_prune(
         let opacity = sigmoid(gs.opacity_logits[i]);
         let mut prune = opacity < cfg.min_opacity as f32;
         if late {
-            prune |= max_scale(gs, i) > big_world;
+            prune |= cfg.prune_world_scale > 0.0 && max_scale(gs, i) > big_world;
             if let Some(r) = cfg.prune_screen_radius {
                 prune |= radius > r as f32;
             }
