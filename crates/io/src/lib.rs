@@ -5,6 +5,7 @@
 
 pub mod atomic;
 pub mod dataset;
+pub mod fuzzing;
 pub mod images;
 pub mod ply;
 

@@ -309,10 +309,25 @@ fn colmap_images_scaled_downscaled_matched_by_order_and_missing() {
     .unwrap();
     assert!(ds.warnings.iter().any(|w| w.contains("sorted order")));
     assert_eq!(ds.train[3].camera.fx, 20.0);
-    // Two frames missing from images/: skipped with a warning naming them.
+    // Two frames missing from images/: an error naming the first, unless asked to skip them,
+    // then a warning naming both.
     std::fs::remove_file(dir.path().join("images/img_03.png")).unwrap();
     std::fs::remove_file(dir.path().join("images/img_05.png")).unwrap();
-    let ds = dataset::load(dir.path(), &LoadOptions::default()).unwrap();
+    let err = dataset::load(dir.path(), &LoadOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("img_03.png") && err.contains("1 more") && err.contains("--skip-bad-images"),
+        "{err}"
+    );
+    let ds = dataset::load(
+        dir.path(),
+        &LoadOptions {
+            skip_bad_images: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert_eq!(ds.train.len(), 7);
     let w = ds
         .warnings

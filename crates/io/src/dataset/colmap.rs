@@ -188,7 +188,7 @@ pub fn read_model(dir: &Path) -> Result<Reconstruction, DatasetError> {
     for im in &images {
         if !cameras.contains_key(&im.camera_id) {
             return Err(DatasetError::invalid(
-                dir,
+                &p,
                 format!(
                     "image {:?} refers to camera {} which does not exist",
                     im.name, im.camera_id
@@ -297,9 +297,16 @@ fn unsupported_model(path: &Path, id: u32, model: &str) -> DatasetError {
 }
 
 pub fn read_cameras_bin(path: &Path) -> Result<BTreeMap<u32, ColmapCamera>, DatasetError> {
-    let bytes = read_file(path)?;
+    parse_cameras_bin(&read_file(path)?, path)
+}
+
+/// Parses the bytes of a `cameras.bin` (`path` names it in errors).
+pub fn parse_cameras_bin(
+    bytes: &[u8],
+    path: &Path,
+) -> Result<BTreeMap<u32, ColmapCamera>, DatasetError> {
     let mut r = Reader {
-        bytes: &bytes,
+        bytes,
         pos: 0,
         path,
     };
@@ -329,9 +336,13 @@ pub fn read_cameras_bin(path: &Path) -> Result<BTreeMap<u32, ColmapCamera>, Data
 }
 
 pub fn read_images_bin(path: &Path) -> Result<Vec<ColmapImage>, DatasetError> {
-    let bytes = read_file(path)?;
+    parse_images_bin(&read_file(path)?, path)
+}
+
+/// Parses the bytes of a `images.bin` (`path` names it in errors).
+pub fn parse_images_bin(bytes: &[u8], path: &Path) -> Result<Vec<ColmapImage>, DatasetError> {
     let mut r = Reader {
-        bytes: &bytes,
+        bytes,
         pos: 0,
         path,
     };
@@ -372,9 +383,13 @@ pub fn read_images_bin(path: &Path) -> Result<Vec<ColmapImage>, DatasetError> {
 }
 
 pub fn read_points_bin(path: &Path) -> Result<Points, DatasetError> {
-    let bytes = read_file(path)?;
+    parse_points_bin(&read_file(path)?, path)
+}
+
+/// Parses the bytes of a `points.bin` (`path` names it in errors).
+pub fn parse_points_bin(bytes: &[u8], path: &Path) -> Result<Points, DatasetError> {
     let mut r = Reader {
-        bytes: &bytes,
+        bytes,
         pos: 0,
         path,
     };
@@ -397,10 +412,9 @@ pub fn read_points_bin(path: &Path) -> Result<Points, DatasetError> {
 }
 
 /// Non-comment lines with their 1-based line numbers; blank lines are kept (images.txt needs them).
-fn text_lines(path: &Path) -> Result<Vec<(usize, String)>, DatasetError> {
-    let bytes = read_file(path)?;
+fn text_lines(bytes: &[u8], path: &Path) -> Result<Vec<(usize, String)>, DatasetError> {
     let text =
-        String::from_utf8(bytes).map_err(|_| DatasetError::invalid(path, "not UTF-8 text"))?;
+        std::str::from_utf8(bytes).map_err(|_| DatasetError::invalid(path, "not UTF-8 text"))?;
     Ok(text
         .lines()
         .enumerate()
@@ -422,8 +436,16 @@ fn parse<T: std::str::FromStr>(
 }
 
 pub fn read_cameras_txt(path: &Path) -> Result<BTreeMap<u32, ColmapCamera>, DatasetError> {
+    parse_cameras_txt(&read_file(path)?, path)
+}
+
+/// Parses the text of a `cameras.txt` (`path` names it in errors).
+pub fn parse_cameras_txt(
+    bytes: &[u8],
+    path: &Path,
+) -> Result<BTreeMap<u32, ColmapCamera>, DatasetError> {
     let mut out = BTreeMap::new();
-    for (ln, line) in text_lines(path)? {
+    for (ln, line) in text_lines(bytes, path)? {
         if line.is_empty() {
             continue;
         }
@@ -445,7 +467,12 @@ pub fn read_cameras_txt(path: &Path) -> Result<BTreeMap<u32, ColmapCamera>, Data
 }
 
 pub fn read_images_txt(path: &Path) -> Result<Vec<ColmapImage>, DatasetError> {
-    let lines = text_lines(path)?;
+    parse_images_txt(&read_file(path)?, path)
+}
+
+/// Parses the text of a `images.txt` (`path` names it in errors).
+pub fn parse_images_txt(bytes: &[u8], path: &Path) -> Result<Vec<ColmapImage>, DatasetError> {
+    let lines = text_lines(bytes, path)?;
     let mut out = Vec::new();
     let mut i = 0;
     while i < lines.len() {
@@ -490,8 +517,13 @@ pub fn read_images_txt(path: &Path) -> Result<Vec<ColmapImage>, DatasetError> {
 }
 
 pub fn read_points_txt(path: &Path) -> Result<Points, DatasetError> {
+    parse_points_txt(&read_file(path)?, path)
+}
+
+/// Parses the text of a `points.txt` (`path` names it in errors).
+pub fn parse_points_txt(bytes: &[u8], path: &Path) -> Result<Points, DatasetError> {
     let mut pts = Points::default();
-    for (ln, line) in text_lines(path)? {
+    for (ln, line) in text_lines(bytes, path)? {
         if line.is_empty() {
             continue;
         }

@@ -45,7 +45,17 @@ impl Rgb8Image {
 /// Decodes an image file; RGBA is composited over `background` (the NeRF-synthetic convention).
 pub fn load_rgb(path: &Path, background: [f32; 3]) -> Result<Rgb8Image, DatasetError> {
     let bytes = std::fs::read(path).map_err(|e| DatasetError::io(path, e))?;
-    let img = image::load_from_memory(&bytes)
+    decode_rgb(&bytes, path, background)
+}
+
+/// Decodes image bytes (PNG, JPEG, ...; `path` names them in errors). The decoder's default limits
+/// (512 MiB per allocation) bound what a lying header can make it allocate.
+pub fn decode_rgb(
+    bytes: &[u8],
+    path: &Path,
+    background: [f32; 3],
+) -> Result<Rgb8Image, DatasetError> {
+    let img = image::load_from_memory(bytes)
         .map_err(|e| DatasetError::invalid(path, format!("cannot decode image: {e}")))?;
     let (width, height) = (img.width(), img.height());
     if width == 0 || height == 0 {

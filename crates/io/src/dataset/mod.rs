@@ -42,6 +42,19 @@ impl DatasetError {
             message: message.into(),
         }
     }
+    /// The same error with `suffix` appended to its message (a hint).
+    pub fn with_suffix(self, suffix: &str) -> Self {
+        match self {
+            DatasetError::Io { path, source } => DatasetError::Invalid {
+                path,
+                message: format!("{source}{suffix}"),
+            },
+            DatasetError::Invalid { path, message } => DatasetError::Invalid {
+                path,
+                message: message + suffix,
+            },
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -77,6 +90,9 @@ pub struct LoadOptions {
     pub eval: bool,
     /// Background for RGBA images and the renderer (default: white for NeRF-synthetic, else black).
     pub background: Option<[f32; 3]>,
+    /// Skip (with a warning) images that are missing or cannot be decoded instead of failing.
+    #[serde(default)]
+    pub skip_bad_images: bool,
 }
 
 /// One posed image.
@@ -287,11 +303,19 @@ pub(crate) fn load_views(
             Err(e) => failed.push(e),
         }
     }
-    if views.is_empty() {
-        return Err(failed
+    if views.is_empty() || (!failed.is_empty() && !opts.skip_bad_images) {
+        let more = failed.len() - 1;
+        let first = failed
             .into_iter()
             .next()
-            .expect("no views at all is caught earlier"));
+            .expect("no views at all is caught earlier");
+        return Err(if more > 0 {
+            first.with_suffix(&format!(
+                " (and {more} more bad image(s); --skip-bad-images trains without them)"
+            ))
+        } else {
+            first.with_suffix(" (--skip-bad-images trains without it)")
+        });
     }
     if !failed.is_empty() {
         let list: Vec<String> = failed.iter().take(10).map(|e| e.to_string()).collect();
@@ -411,6 +435,20 @@ fn load_colmap(root: &Path, opts: &LoadOptions) -> Result<Dataset, DatasetError>
                 recon.images.len(),
                 recon.images[0].name,
                 present.len()
+            ),
+        ));
+    }
+    if !missing.is_empty() && !opts.skip_bad_images {
+        return Err(DatasetError::invalid(
+            &image_dir.join(&missing[0]),
+            format!(
+                "image listed in the reconstruction is missing{} (--skip-bad-images trains without {})",
+                if missing.len() > 1 {
+                    format!(", and {} more", missing.len() - 1)
+                } else {
+                    String::new()
+                },
+                if missing.len() > 1 { "them" } else { "it" }
             ),
         ));
     }

@@ -16,9 +16,36 @@ use super::{
 };
 
 fn read_json(path: &Path) -> Result<Value, DatasetError> {
-    let text = std::fs::read_to_string(path).map_err(|e| DatasetError::io(path, e))?;
-    serde_json::from_str(&text)
+    let bytes = std::fs::read(path).map_err(|e| DatasetError::io(path, e))?;
+    parse_json(&bytes, path)
+}
+
+fn parse_json(bytes: &[u8], path: &Path) -> Result<Value, DatasetError> {
+    serde_json::from_slice(bytes)
         .map_err(|e| DatasetError::invalid(path, format!("invalid JSON: {e}")))
+}
+
+/// Parses a transforms JSON whose images all have size `image_size` (the file system is not read):
+/// the number of frames it describes. The fuzz targets and their replay test use it.
+pub fn parse_transforms_frames(
+    bytes: &[u8],
+    path: &Path,
+    image_size: (u32, u32),
+) -> Result<usize, DatasetError> {
+    let json = parse_json(bytes, path)?;
+    let mut warnings = Vec::new();
+    let pending = pending_from_json(path, &json, &mut warnings, &|_| Ok(Some(image_size)), false)?;
+    Ok(pending.len())
+}
+
+/// Size of an image file; `None` when it does not exist.
+type SizeOf<'a> = &'a dyn Fn(&Path) -> Result<Option<(u32, u32)>, DatasetError>;
+
+fn file_image_size(path: &Path) -> Result<Option<(u32, u32)>, DatasetError> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    image_size(path).map(Some)
 }
 
 fn num(v: &Value, key: &str) -> Option<f64> {
@@ -95,6 +122,8 @@ fn pending_from_json(
     path: &Path,
     json: &Value,
     warnings: &mut Vec<String>,
+    size_of: SizeOf,
+    skip_missing: bool,
 ) -> Result<Vec<PendingView>, DatasetError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let frames = json
@@ -112,13 +141,9 @@ fn pending_from_json(
             .and_then(Value::as_str)
             .ok_or_else(|| DatasetError::invalid(path, format!("frame {i}: no file_path")))?;
         let img_path = image_path(dir, file);
-        let (w, h) = match image_size(&img_path) {
-            Ok(s) => s,
-            Err(_) if !img_path.exists() => {
-                missing.push(file.to_string());
-                continue;
-            }
-            Err(e) => return Err(e),
+        let Some((w, h)) = size_of(&img_path)? else {
+            missing.push(file.to_string());
+            continue;
         };
         let get = |k: &str| num(frame, k).or_else(|| num(json, k));
         let ref_w = get("w").unwrap_or(w as f64);
@@ -182,6 +207,21 @@ fn pending_from_json(
             ),
         ));
     }
+    if !missing.is_empty() && !skip_missing {
+        return Err(DatasetError::invalid(
+            path,
+            format!(
+                "the image of frame {:?} is missing{} (--skip-bad-images trains without {})",
+                missing[0],
+                if missing.len() > 1 {
+                    format!(", and {} more", missing.len() - 1)
+                } else {
+                    String::new()
+                },
+                if missing.len() > 1 { "them" } else { "it" }
+            ),
+        ));
+    }
     if !missing.is_empty() {
         warnings.push(format!(
             "{}: {} frame image(s) missing, skipped: {}",
@@ -222,11 +262,23 @@ pub fn load_nerf_synthetic(root: &Path, opts: &LoadOptions) -> Result<Dataset, D
     let train_path = root.join("transforms_train.json");
     let test_path = root.join("transforms_test.json");
     let train_json = read_json(&train_path)?;
-    let pending = pending_from_json(&train_path, &train_json, &mut warnings)?;
+    let pending = pending_from_json(
+        &train_path,
+        &train_json,
+        &mut warnings,
+        &file_image_size,
+        opts.skip_bad_images,
+    )?;
     let mut train = load_views(pending, opts, background, &mut warnings, &mut notes)?;
     let mut test = if test_path.is_file() {
         let test_json = read_json(&test_path)?;
-        let pending = pending_from_json(&test_path, &test_json, &mut warnings)?;
+        let pending = pending_from_json(
+            &test_path,
+            &test_json,
+            &mut warnings,
+            &file_image_size,
+            opts.skip_bad_images,
+        )?;
         load_views(pending, opts, background, &mut warnings, &mut notes)?
     } else {
         warnings.push(format!("{} not found: no test views", test_path.display()));
@@ -257,7 +309,13 @@ pub fn load_transforms(root: &Path, opts: &LoadOptions) -> Result<Dataset, Datas
     let mut notes = Vec::new();
     let path = root.join("transforms.json");
     let json = read_json(&path)?;
-    let pending = pending_from_json(&path, &json, &mut warnings)?;
+    let pending = pending_from_json(
+        &path,
+        &json,
+        &mut warnings,
+        &file_image_size,
+        opts.skip_bad_images,
+    )?;
     if pending
         .iter()
         .any(|p| p.intrinsics.distortion.iter().any(|&d| d != 0.0))
