@@ -63,6 +63,14 @@ pub enum PlyErrorKind {
         property: String,
         value: f64,
     },
+    #[error(
+        "vertex {vertex}, property {property:?} is {value}, beyond the range of a 32-bit float"
+    )]
+    OutOfRange {
+        vertex: usize,
+        property: String,
+        value: f64,
+    },
     #[error("{0}")]
     Invalid(String),
 }
@@ -490,6 +498,14 @@ fn parse(bytes: &[u8]) -> Result<Gaussians<f32>, PlyErrorKind> {
             let value = body.scalar(types[j], &el.name, v, &p.name)?;
             if !value.is_finite() {
                 return Err(PlyErrorKind::NonFinite {
+                    vertex: v,
+                    property: p.name.clone(),
+                    value,
+                });
+            }
+            if !(value as f32).is_finite() {
+                // A finite double such as 1e300 would become infinite in the scene.
+                return Err(PlyErrorKind::OutOfRange {
                     vertex: v,
                     property: p.name.clone(),
                     value,
