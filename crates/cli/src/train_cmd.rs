@@ -7,11 +7,11 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use splat_io::dataset::{self, Dataset, DatasetFormat, LoadOptions};
+use splat_io::dataset::{self, human_bytes, Dataset, DatasetFormat, LoadOptions};
 use splat_render::{Backend, CpuBackend, ReferenceBackend};
 use splat_train::eval::{evaluate, means};
 use splat_train::run::{self, RunConfig, Start};
-use splat_train::{StepStats, TrainConfig};
+use splat_train::{memory, StepStats, TrainConfig};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum FormatArg {
@@ -68,6 +68,7 @@ impl DataArgs {
             eval,
             background: self.background.map(|b| b.map(|v| v as f32)),
             skip_bad_images: self.skip_bad_images,
+            image_memory_budget: None,
         })
     }
 }
@@ -106,15 +107,107 @@ pub struct TrainArgs {
     /// original does with 0.1; 0 disables it. See NOTES.md for its effect on forward-facing scenes.
     #[arg(long, default_value_t = 0.1)]
     pub prune_world_scale: f64,
+    /// First step after which densification runs (original: 500).
+    #[arg(long, default_value_t = TrainConfig::default().densify_from)]
+    pub densify_from: u64,
+    /// Step from which densification stops (original: 15000).
+    #[arg(long, default_value_t = TrainConfig::default().densify_until)]
+    pub densify_until: u64,
+    /// Densify every N steps (original: 100).
+    #[arg(long, default_value_t = TrainConfig::default().densify_interval)]
+    pub densify_interval: u64,
+    /// Reset opacities every N steps while densifying (original: 3000; 0 never).
+    #[arg(long, default_value_t = TrainConfig::default().opacity_reset_interval)]
+    pub opacity_reset_interval: u64,
     /// Write a checkpoint every N steps (0: only at the end).
     #[arg(long, default_value_t = 1000)]
     pub checkpoint_every: u64,
     /// Pipeline implementation.
     #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
     pub backend: BackendArg,
+    /// Train even when the memory estimate exceeds the memory available.
+    #[arg(long)]
+    pub force: bool,
     /// Stop after this many steps without final outputs, leaving the checkpoint (for testing resume).
     #[arg(long, hide = true)]
     pub stop_after: Option<u64>,
+}
+
+const MEMORY_HINT: &str =
+    "use smaller images (--images images_N, --downscale F), a smaller Gaussian \
+     budget (--max-gaussians N), or --force to try anyway";
+
+/// Loads the dataset of a run after checking, from the image headers, that its images fit in memory
+/// beside the Gaussian budget; prints the estimate and refuses (unless `force`) when it exceeds what
+/// the machine has.
+fn load_within_memory(cfg: &RunConfig, force: bool) -> Result<Dataset> {
+    let budget = cfg
+        .train
+        .max_gaussians
+        .unwrap_or(memory::DEFAULT_GAUSSIAN_BUDGET);
+    let gaussian_bytes = budget as u64 * memory::peak_bytes_per_gaussian(cfg.train.sh_degree);
+    let available = memory::available_memory();
+    let mut load = cfg.load.clone();
+    if let (Some(avail), false) = (available, force) {
+        if gaussian_bytes >= avail {
+            bail!(
+                "up to {budget} Gaussians need about {}, more than the {} of memory available; {MEMORY_HINT}",
+                human_bytes(gaussian_bytes),
+                human_bytes(avail)
+            );
+        }
+        load.image_memory_budget = Some(avail - gaussian_bytes);
+    }
+    let ds = match load_dataset(&cfg.data, &load) {
+        Err(e)
+            if matches!(
+                e.downcast_ref::<dataset::DatasetError>(),
+                Some(dataset::DatasetError::TooLarge { .. })
+            ) =>
+        {
+            bail!(
+                "{e} (beside {} for up to {budget} Gaussians); {MEMORY_HINT}",
+                human_bytes(gaussian_bytes)
+            )
+        }
+        r => r?,
+    };
+    let image_bytes: u64 = ds.all_views().map(|v| v.image.data.len() as u64).sum();
+    let max_pixels = ds
+        .all_views()
+        .map(|v| v.camera.width as u64 * v.camera.height as u64)
+        .max()
+        .unwrap_or(0);
+    let est = memory::MemoryEstimate::new(image_bytes, budget, cfg.train.sh_degree, max_pixels);
+    let line = format!(
+        "memory estimate: images {} ({} views), Gaussians {} (up to {budget}{} at {} bytes each), \
+         per-pixel buffers {}; total {}",
+        human_bytes(est.image_bytes),
+        ds.train.len() + ds.test.len(),
+        human_bytes(est.gaussian_bytes),
+        if cfg.train.max_gaussians.is_some() {
+            ""
+        } else {
+            ", the default budget"
+        },
+        memory::peak_bytes_per_gaussian(cfg.train.sh_degree),
+        human_bytes(est.pixel_bytes),
+        human_bytes(est.total()),
+    );
+    match available {
+        Some(avail) => {
+            eprintln!("{line} of {} available", human_bytes(avail));
+            if est.total() > avail && !force {
+                bail!(
+                    "training needs about {} of memory, more than the {} available; {MEMORY_HINT}",
+                    human_bytes(est.total()),
+                    human_bytes(avail)
+                );
+            }
+        }
+        None => eprintln!("{line} (available memory unknown)"),
+    }
+    Ok(ds)
 }
 
 pub fn load_dataset(data: &Path, opts: &LoadOptions) -> Result<Dataset> {
@@ -271,6 +364,10 @@ pub fn train(args: TrainArgs) -> Result<()> {
                 sh_degree: args.sh_degree,
                 max_gaussians: args.max_gaussians,
                 prune_world_scale: args.prune_world_scale,
+                densify_from: args.densify_from,
+                densify_until: args.densify_until,
+                densify_interval: args.densify_interval,
+                opacity_reset_interval: args.opacity_reset_interval,
                 ..TrainConfig::default()
             };
             let cfg = RunConfig {
@@ -286,7 +383,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
             )
         }
     };
-    let ds = load_dataset(&cfg.data, &cfg.load)?;
+    let ds = load_within_memory(&cfg, args.force)?;
     let first = match &start {
         Start::Resume(s, _) => s.step,
         Start::Fresh => 0,

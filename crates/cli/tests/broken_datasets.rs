@@ -364,3 +364,57 @@ fn broken_datasets_give_one_line_errors() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+#[test]
+fn memory_estimate_refuses_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = base(dir.path(), "mem");
+    let run = |limit: u64, extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_splat"))
+            .arg("train")
+            .arg(&data)
+            .args(["--out", "o", "--iters", "1", "--max-gaussians", "1000"])
+            .args(extra)
+            .env("SPLAT_MEMORY_LIMIT", limit.to_string())
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let per_gaussian = splat_train::memory::peak_bytes_per_gaussian(3);
+    let images = 4 * 24 * 18 * 3;
+    let last = |o: &std::process::Output| {
+        let e = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(!e.contains("panicked"), "{e}");
+        e
+    };
+    // The Gaussian budget alone does not fit.
+    let o = run(1000 * per_gaussian - 1, &[]);
+    let e = last(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("up to 1000 Gaussians") && e.contains("--max-gaussians"),
+        "{e}"
+    );
+    // The Gaussians fit, the images do not: refused from the headers, naming the image folder.
+    let o = run(1000 * per_gaussian + images - 1, &[]);
+    let e = last(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("images") && e.contains("--downscale"), "{e}");
+    // Images fit, the per-pixel buffers do not.
+    let o = run(1000 * per_gaussian + images + 10, &[]);
+    let e = last(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("memory estimate:") && e.contains("training needs about"),
+        "{e}"
+    );
+    // --force trains anyway; enough memory trains and prints the estimate.
+    let o = run(1000, &["--force"]);
+    assert!(o.status.success(), "{}", last(&o));
+    let o = run(1 << 30, &[]);
+    let e = last(&o);
+    assert!(
+        o.status.success() && e.contains("memory estimate: images"),
+        "{e}"
+    );
+}

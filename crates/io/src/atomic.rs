@@ -7,6 +7,12 @@ use std::path::Path;
 /// Writes `bytes` to `path` through a temporary file in the same folder, synced and then renamed over
 /// `path`. On error the temporary file is removed and `path` is left as it was.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, bytes, &|| {})
+}
+
+/// [`write_atomic`] calling `midway` when half of `bytes` is in the temporary file (tests stop the
+/// process there). The folder is synced after the rename so that the new name survives a crash.
+pub fn write_atomic_with(path: &Path, bytes: &[u8], midway: &dyn Fn()) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -21,9 +27,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     ));
     let result = (|| {
         let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
+        let (first, second) = bytes.split_at(bytes.len() / 2);
+        f.write_all(first)?;
+        f.flush()?;
+        midway();
+        f.write_all(second)?;
         f.sync_all()?;
-        fs::rename(&tmp, path)
+        fs::rename(&tmp, path)?;
+        // Make the rename itself durable; not every file system can sync a folder.
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);

@@ -9,5 +9,5 @@ pub mod fuzzing;
 pub mod images;
 pub mod ply;
 
-pub use atomic::write_atomic;
+pub use atomic::{write_atomic, write_atomic_with};
 pub use ply::{ply_bytes, read_ply, read_ply_bytes, write_ply, PlyError, PlyErrorKind};

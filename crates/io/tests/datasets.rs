@@ -716,4 +716,28 @@ fn images_wider_than_1600_are_resized_unless_a_factor_is_given() {
     )
     .unwrap();
     assert_eq!(ds.train[0].camera.width, 1700);
+    assert_eq!(dataset::decoded_size(1700, 100, None), (1600, 94));
+    assert_eq!(dataset::decoded_size(1700, 100, Some(1)), (1700, 100));
+    assert_eq!(dataset::decoded_size(1700, 100, Some(4)), (425, 25));
+
+    // A memory budget is checked from the headers, before decoding: 2 views of 1600 x 94 x 3 bytes.
+    let needed = 2 * 1600 * 94 * 3;
+    let load = |budget: u64| {
+        dataset::load(
+            dir.path(),
+            &LoadOptions {
+                image_memory_budget: Some(budget),
+                ..Default::default()
+            },
+        )
+    };
+    match load(needed - 1) {
+        Err(splat_io::dataset::DatasetError::TooLarge {
+            needed: n, views, ..
+        }) => assert_eq!((n, views), (needed, 2)),
+        other => panic!("{other:?}"),
+    }
+    let ds = load(needed).unwrap();
+    let total: u64 = ds.all_views().map(|v| v.image.data.len() as u64).sum();
+    assert_eq!(total, needed);
 }

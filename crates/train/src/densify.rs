@@ -129,6 +129,9 @@ pub fn densify_and_prune(
         }
     }
 
+    // Children drawn (the RNG has moved), the set not yet edited.
+    crate::testhook::pause_point("densify", step);
+
     // The edited set, before pruning: survivors, clones, children (the original's order).
     let mut rows: Vec<(Source, f32)> = Vec::with_capacity(n + candidates.len() * 2);
     for i in (0..n).filter(|&i| !is_split[i]) {

@@ -11,8 +11,10 @@ pub mod config;
 pub mod densify;
 pub mod init;
 pub mod loss;
+pub mod memory;
 pub mod schedule;
 pub mod state;
+pub mod testhook;
 pub mod trainer;
 
 pub use config::TrainConfig;

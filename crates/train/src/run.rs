@@ -3,13 +3,15 @@
 //! from copies, so the loop never waits on the disk; every file is written atomically.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use splat_io::dataset::{Dataset, LoadOptions};
-use splat_io::write_atomic;
+use splat_io::{write_atomic, write_atomic_with};
 use splat_render::Backend;
 
 use crate::checkpoint;
@@ -60,10 +62,10 @@ pub enum RunError {
     },
     #[error("{}: {message}", path.display())]
     Invalid { path: PathBuf, message: String },
-    #[error("background writer: {0}")]
+    #[error("{0}")]
     Background(String),
-    #[error(transparent)]
-    Diverged(#[from] crate::trainer::Diverged),
+    #[error("{0}")]
+    Stopped(String),
 }
 
 pub const CONFIG_FILE: &str = "config.json";
@@ -76,6 +78,7 @@ type Job = Box<dyn FnOnce() -> Result<(), String> + Send>;
 pub struct IoWorker {
     tx: Option<Sender<Job>>,
     handle: Option<JoinHandle<Vec<String>>>,
+    failed: Arc<AtomicBool>,
 }
 
 impl Default for IoWorker {
@@ -87,6 +90,8 @@ impl Default for IoWorker {
 impl IoWorker {
     pub fn new() -> Self {
         let (tx, rx) = channel::<Job>();
+        let failed = Arc::new(AtomicBool::new(false));
+        let flag = failed.clone();
         let handle = std::thread::Builder::new()
             .name("splat-io".into())
             .spawn(move || {
@@ -94,6 +99,7 @@ impl IoWorker {
                 for job in rx {
                     if let Err(e) = job() {
                         errors.push(e);
+                        flag.store(true, Ordering::Release);
                     }
                 }
                 errors
@@ -102,6 +108,7 @@ impl IoWorker {
         IoWorker {
             tx: Some(tx),
             handle: Some(handle),
+            failed,
         }
     }
 
@@ -110,6 +117,11 @@ impl IoWorker {
             // A send fails only if the thread died; finish() reports that.
             let _ = tx.send(Box::new(job));
         }
+    }
+
+    /// Whether a write has failed (training stops then rather than run on without saving).
+    pub fn has_failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
     }
 
     /// Waits for every queued write; returns the first error.
@@ -169,7 +181,11 @@ fn submit_checkpoint(worker: &IoWorker, dir: &Path, state: TrainState, train_sec
     let info_path = dir.join(CHECKPOINT_INFO_FILE);
     worker.submit(move || {
         let bytes = checkpoint::to_bytes(&state);
-        write_atomic(&ckpt, &bytes).map_err(|e| format!("{}: {e}", ckpt.display()))?;
+        let step = state.step;
+        write_atomic_with(&ckpt, &bytes, &|| {
+            crate::testhook::pause_point("checkpoint-write", step)
+        })
+        .map_err(|e| format!("{}: {e}", ckpt.display()))?;
         let info = CheckpointInfo {
             step: state.step,
             train_seconds,
@@ -180,9 +196,52 @@ fn submit_checkpoint(worker: &IoWorker, dir: &Path, state: TrainState, train_sec
     });
 }
 
+/// Removes the temporary files a killed run left (`.NAME.tmpPID`, see `write_atomic`); the files
+/// with final names are complete by construction.
+fn remove_stale_temporaries(dir: &Path) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.filter_map(|e| e.ok()) {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') && name.contains(".tmp") && e.path().is_file() {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// The error of a failed background write, with what it means for the run.
+fn stopped_by_write(finished: Result<(), RunError>, dir: &Path, step: u64) -> RunError {
+    let cause = match finished {
+        Err(e) => e.to_string(),
+        Ok(()) => "a background write failed".into(),
+    };
+    RunError::Background(format!(
+        "cannot write {cause}; training stopped at step {step}, {}",
+        kept_checkpoint(dir)
+    ))
+}
+
+/// What a stopped run leaves to resume from.
+fn kept_checkpoint(dir: &Path) -> String {
+    match read_checkpoint_step(dir) {
+        Some(s) => format!(
+            "the checkpoint of step {s} is intact; `splat train --resume {}` continues from it",
+            dir.display()
+        ),
+        None => "no complete checkpoint was written".into(),
+    }
+}
+
+fn read_checkpoint_step(dir: &Path) -> Option<u64> {
+    read_checkpoint(dir).ok().map(|(s, _)| s.step)
+}
+
 enum LoopEnd {
     Done,
     Stopped,
+    WriteFailed,
     Diverged(crate::trainer::Diverged),
 }
 
@@ -205,6 +264,8 @@ pub fn train_run(
     progress: &mut (dyn FnMut(&StepStats) + Send),
 ) -> Result<Option<Metrics>, RunError> {
     std::fs::create_dir_all(dir.join("checkpoints")).map_err(io_err(dir))?;
+    remove_stale_temporaries(dir);
+    remove_stale_temporaries(&dir.join("checkpoints"));
     write_json(&dir.join(CONFIG_FILE), cfg)?;
     let (mut trainer, prior_seconds) = match start {
         Start::Fresh => (
@@ -242,6 +303,9 @@ pub fn train_run(
             if stop_after.is_some_and(|s| trainer.state.step >= s) {
                 return LoopEnd::Stopped;
             }
+            if worker.has_failed() {
+                return LoopEnd::WriteFailed;
+            }
             let stats = match trainer.step() {
                 Ok(s) => s,
                 Err(e) => return LoopEnd::Diverged(e),
@@ -261,9 +325,12 @@ pub fn train_run(
             worker.finish()?;
             return Ok(None);
         }
+        LoopEnd::WriteFailed => {
+            return Err(stopped_by_write(worker.finish(), dir, trainer.state.step));
+        }
         LoopEnd::Diverged(e) => {
             worker.finish()?;
-            return Err(e.into());
+            return Err(RunError::Stopped(format!("{e}; {}", kept_checkpoint(dir))));
         }
     }
     let this_run = started.elapsed().as_secs_f64();
@@ -298,7 +365,9 @@ pub fn train_run(
             }
         },
     );
-    worker.finish()?;
+    worker
+        .finish()
+        .map_err(|e| stopped_by_write(Err(e), dir, trainer.state.step))?;
     let (psnr, ssim) = means(&view_metrics);
     let iterations = trainer.state.step;
     let metrics = Metrics {

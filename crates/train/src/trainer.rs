@@ -98,7 +98,7 @@ pub const MAX_CONSECUTIVE_SKIPS: u32 = 20;
 
 /// Training cannot go on.
 #[derive(Debug, thiserror::Error)]
-#[error("training diverged: {consecutive} consecutive steps up to step {step} had a non-finite loss or gradient ({total} skipped in all); the last checkpoint is intact")]
+#[error("training diverged: {consecutive} consecutive steps up to step {step} had a non-finite loss or gradient ({total} skipped in all)")]
 pub struct Diverged {
     pub step: u64,
     pub consecutive: u32,
@@ -269,6 +269,8 @@ impl<'a> Trainer<'a> {
             ..Default::default()
         };
         stats.times.set_render(&self.buffers.timings);
+        // Gradients computed, nothing applied yet.
+        crate::testhook::pause_point("step", it);
         stats.times.loss = loss_time;
         let t_densify = Instant::now();
         if !(lv.loss.is_finite() && all_finite(&self.buffers.grads)) {

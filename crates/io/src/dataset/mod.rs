@@ -27,6 +27,31 @@ pub enum DatasetError {
     },
     #[error("{}: {message}", path.display())]
     Invalid { path: PathBuf, message: String },
+    #[error(
+        "{}: the {views} images need {} in memory, more than the {} available for them",
+        path.display(),
+        human_bytes(*needed),
+        human_bytes(*budget)
+    )]
+    TooLarge {
+        path: PathBuf,
+        views: usize,
+        needed: u64,
+        budget: u64,
+    },
+}
+
+/// `1.5 GiB`, `320.0 MiB`, `12 KiB`.
+pub fn human_bytes(b: u64) -> String {
+    const K: f64 = 1024.0;
+    let f = b as f64;
+    if f >= K * K * K {
+        format!("{:.1} GiB", f / (K * K * K))
+    } else if f >= K * K {
+        format!("{:.1} MiB", f / (K * K))
+    } else {
+        format!("{} KiB", (f / K).ceil())
+    }
 }
 
 impl DatasetError {
@@ -53,6 +78,7 @@ impl DatasetError {
                 path,
                 message: message + suffix,
             },
+            e @ DatasetError::TooLarge { .. } => e,
         }
     }
 }
@@ -93,6 +119,9 @@ pub struct LoadOptions {
     /// Skip (with a warning) images that are missing or cannot be decoded instead of failing.
     #[serde(default)]
     pub skip_bad_images: bool,
+    /// Refuse (before decoding) when the decoded images would take more bytes than this.
+    #[serde(skip)]
+    pub image_memory_budget: Option<u64>,
 }
 
 /// One posed image.
@@ -235,6 +264,21 @@ pub(crate) struct PendingView {
 /// Without `--downscale`, wider images are resized to this width.
 pub const MAX_DEFAULT_WIDTH: u32 = 1600;
 
+/// Size of an image of `w x h` once loaded: divided by `--downscale`, or brought to
+/// [`MAX_DEFAULT_WIDTH`] when wider and no factor is given.
+pub fn decoded_size(w: u32, h: u32, downscale: Option<u32>) -> (u32, u32) {
+    match downscale {
+        None if w > MAX_DEFAULT_WIDTH => (
+            MAX_DEFAULT_WIDTH,
+            ((h as u64 * MAX_DEFAULT_WIDTH as u64 / w as u64) as u32).max(1),
+        ),
+        f => {
+            let f = f.unwrap_or(1).max(1);
+            ((w / f).max(1), (h / f).max(1))
+        }
+    }
+}
+
 /// Decodes, downscales and undistorts pending views in parallel. Missing or unreadable images are
 /// skipped with a warning when others load; if none load, the first error is returned.
 pub(crate) fn load_views(
@@ -245,6 +289,29 @@ pub(crate) fn load_views(
     notes: &mut Vec<String>,
 ) -> Result<Vec<View>, DatasetError> {
     let factor = opts.downscale.unwrap_or(1);
+    if let Some(budget) = opts.image_memory_budget {
+        // From the image headers, before anything is decoded.
+        let needed: u64 = pending
+            .par_iter()
+            .filter_map(|p| image::image_dimensions(&p.path).ok())
+            .map(|(w, h)| {
+                let (w, h) = decoded_size(w, h, opts.downscale);
+                w as u64 * h as u64 * 3
+            })
+            .sum();
+        if needed > budget {
+            let dir = pending
+                .first()
+                .and_then(|p| p.path.parent())
+                .unwrap_or(Path::new("."));
+            return Err(DatasetError::TooLarge {
+                path: dir.to_path_buf(),
+                views: pending.len(),
+                needed,
+                budget,
+            });
+        }
+    }
     let results: Vec<Result<View, DatasetError>> = pending
         .into_par_iter()
         .map(|p| {
