@@ -16,6 +16,6 @@ for t in "${targets[@]}"; do
   cargo +nightly fuzz run -O "$t" "corpus/$t" -- -max_total_time="$secs" -max_len=16384 \
     -rss_limit_mb=2048 -artifact_prefix="artifacts/$t/" -print_final_stats=1 >"logs/$t.log" 2>&1
   rc=$?
-  runs=$(grep -o 'Done [0-9]* runs' "logs/$t.log" | tail -1)
+  runs=$(grep -a -o 'Done [0-9]* runs' "logs/$t.log" | tail -1)
   echo "$t: exit $rc, ${runs:-no final stats}, corpus $(ls "corpus/$t" | wc -l), artifacts $(ls "artifacts/$t" | wc -l)"
 done
