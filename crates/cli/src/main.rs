@@ -3,6 +3,8 @@
 
 mod bench_cmd;
 mod demo_cmd;
+#[cfg(feature = "mpi")]
+mod mpi_collective;
 mod render_cmd;
 mod train_cmd;
 
@@ -43,11 +45,48 @@ enum Command {
     Info(render_cmd::InfoArgs),
 }
 
+/// Whether `mpirun` started this process as one of several ranks.
+fn several_mpi_ranks() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
+        .iter()
+        .filter_map(|v| std::env::var(v).ok())
+        .any(|n| n.trim().parse::<u32>().is_ok_and(|n| n > 1))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let is_train = matches!(cli.command, Command::Train(_));
+    #[cfg(feature = "mpi")]
+    let universe = if is_train && mpi_collective::launched_by_mpirun() {
+        match mpi_collective::init() {
+            Ok(u) => Some(u),
+            Err(e) => {
+                eprintln!("error: {}", one_line(&e));
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        None
+    };
+    #[cfg(feature = "mpi")]
+    let collective: Box<dyn splat_train::parallel::Collective> = match &universe {
+        Some(_) => Box::new(mpi_collective::MpiCollective::default()),
+        None => Box::new(splat_train::parallel::Local),
+    };
+    #[cfg(not(feature = "mpi"))]
+    let collective: Box<dyn splat_train::parallel::Collective> = {
+        if is_train && several_mpi_ranks() {
+            eprintln!(
+                "error: started by mpirun with several ranks, but this splat was built without MPI; \
+                 build it with `cargo build --release --features mpi`"
+            );
+            return ExitCode::FAILURE;
+        }
+        Box::new(splat_train::parallel::Local)
+    };
     let result = match cli.command {
         Command::Demo(args) => demo_cmd::demo(args),
-        Command::Train(args) => train_cmd::train(args),
+        Command::Train(args) => train_cmd::train(args, collective),
         Command::Eval(args) => train_cmd::eval(args),
         Command::Bench(args) => bench_cmd::bench(args),
         Command::Render(args) => render_cmd::render(args),
@@ -58,6 +97,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", one_line(&e));
+            // One rank failing ends the job: the others would wait for it forever.
+            #[cfg(feature = "mpi")]
+            if universe.is_some() && several_mpi_ranks() {
+                mpi_collective::abort(1);
+            }
             ExitCode::FAILURE
         }
     }

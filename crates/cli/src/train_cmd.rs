@@ -10,6 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use splat_io::dataset::{self, human_bytes, Dataset, DatasetFormat, LoadOptions};
 use splat_render::{Backend, CpuBackend, ReferenceBackend};
 use splat_train::eval::{evaluate, means};
+use splat_train::parallel::Collective;
 use splat_train::run::{self, RunConfig, Start};
 use splat_train::{memory, StepStats, TrainConfig};
 
@@ -119,7 +120,13 @@ pub struct TrainArgs {
     /// Reset opacities every N steps while densifying (original: 3000; 0 never).
     #[arg(long, default_value_t = TrainConfig::default().opacity_reset_interval)]
     pub opacity_reset_interval: u64,
-    /// Write a checkpoint every N steps (0: only at the end).
+    /// Views per optimizer step: their gradients are summed and one Adam step applied. With B > 1
+    /// the schedule (--iters, densification, opacity resets, SH degree) counts views, learning rates
+    /// are scaled by sqrt(B) and Adam's momenta by beta^B (Grendel's rules; see NOTES.md). Under
+    /// `mpirun -np K` (built with --features mpi) the B views of a step are split over the K ranks.
+    #[arg(long, default_value_t = 1)]
+    pub batch: usize,
+    /// Write a checkpoint every N optimizer steps (0: only at the end).
     #[arg(long, default_value_t = 1000)]
     pub checkpoint_every: u64,
     /// Pipeline implementation.
@@ -335,17 +342,20 @@ impl Progress {
     }
 }
 
-pub fn train(args: TrainArgs) -> Result<()> {
+pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
+    let (rank, ranks) = (collective.rank(), collective.size());
     let (dir, cfg, start) = match &args.resume {
         Some(dir) => {
             let cfg = run::read_config(dir).context("cannot resume")?;
             let (state, info) = run::read_checkpoint(dir).context("cannot resume")?;
-            eprintln!(
-                "resuming {} from step {} of {}",
-                dir.display(),
-                state.step,
-                cfg.train.iterations
-            );
+            if rank == 0 {
+                eprintln!(
+                    "resuming {} from step {} of {}",
+                    dir.display(),
+                    state.step,
+                    cfg.train.per_step().iterations
+                );
+            }
             (dir.clone(), cfg, Start::Resume(Box::new(state), info))
         }
         None => {
@@ -354,6 +364,9 @@ pub fn train(args: TrainArgs) -> Result<()> {
             }
             if args.iters == 0 {
                 bail!("--iters must be at least 1");
+            }
+            if args.batch == 0 {
+                bail!("--batch must be at least 1");
             }
             let data = args.data.clone().expect("required by clap");
             let data = std::fs::canonicalize(&data)
@@ -368,6 +381,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
                 densify_until: args.densify_until,
                 densify_interval: args.densify_interval,
                 opacity_reset_interval: args.opacity_reset_interval,
+                batch: args.batch,
                 ..TrainConfig::default()
             };
             let cfg = RunConfig {
@@ -383,27 +397,59 @@ pub fn train(args: TrainArgs) -> Result<()> {
             )
         }
     };
+    if cfg.train.batch < ranks {
+        bail!(
+            "--batch {} is smaller than the {ranks} MPI ranks: every rank renders at least one view per step",
+            cfg.train.batch
+        );
+    }
+    if !cfg.train.batch.is_multiple_of(ranks) {
+        eprintln!(
+            "warning: --batch {} is not a multiple of the {ranks} ranks; some ranks render more views than others",
+            cfg.train.batch
+        );
+    }
     let ds = load_within_memory(&cfg, args.force)?;
     let first = match &start {
         Start::Resume(s, _) => s.step,
         Start::Fresh => 0,
     };
-    eprintln!(
-        "training {} steps on the {} backend into {}",
-        cfg.train.iterations,
-        args.backend.make().name(),
-        dir.display()
-    );
-    let mut progress = Progress::new(first, cfg.train.iterations);
+    let steps = cfg.train.per_step().iterations;
+    if rank == 0 {
+        eprintln!(
+            "training {steps} steps{} on the {} backend{} into {}",
+            if cfg.train.batch > 1 {
+                format!(
+                    " of {} views ({} views in all)",
+                    cfg.train.batch, cfg.train.iterations
+                )
+            } else {
+                String::new()
+            },
+            args.backend.make().name(),
+            if ranks > 1 {
+                format!(", {ranks} MPI ranks")
+            } else {
+                String::new()
+            },
+            dir.display()
+        );
+    }
+    let mut progress = Progress::new(first, steps);
     let backend = args.backend;
-    let metrics = run::train_run(
+    let metrics = run::train_run_parallel(
         &dir,
         &cfg,
         &ds,
         start,
         &|| backend.make(),
         args.stop_after,
-        &mut |s| progress.update(s),
+        &mut |s| {
+            if rank == 0 {
+                progress.update(s)
+            }
+        },
+        collective,
     )?;
     progress.finish();
     match metrics {
@@ -414,10 +460,11 @@ pub fn train(args: TrainArgs) -> Result<()> {
             );
             println!("outputs in {}", dir.display());
         }
-        None => println!(
+        None if rank == 0 => println!(
             "stopped; resume with: splat train --resume {}",
             dir.display()
         ),
+        None => {}
     }
     Ok(())
 }

@@ -29,14 +29,25 @@ impl AdamState {
 
     /// One Adam step on `params` with gradient `grads`.
     pub fn update(&mut self, params: &mut [f32], grads: &[f32], lr: f64) {
+        self.update_with_betas(params, grads, lr, (BETA1, BETA2));
+    }
+
+    /// One Adam step with the momenta `betas` (batched training scales them).
+    pub fn update_with_betas(
+        &mut self,
+        params: &mut [f32],
+        grads: &[f32],
+        lr: f64,
+        (beta1, beta2): (f64, f64),
+    ) {
         assert_eq!(params.len(), grads.len());
         assert_eq!(params.len(), self.m.len());
         self.step += 1;
-        let bias1 = 1.0 - BETA1.powi(self.step as i32);
-        let bias2 = 1.0 - BETA2.powi(self.step as i32);
+        let bias1 = 1.0 - beta1.powi(self.step as i32);
+        let bias2 = 1.0 - beta2.powi(self.step as i32);
         let step_size = (lr / bias1) as f32;
         let inv_sqrt_bias2 = (1.0 / bias2.sqrt()) as f32;
-        let (b1, b2, eps) = (BETA1 as f32, BETA2 as f32, EPS as f32);
+        let (b1, b2, eps) = (beta1 as f32, beta2 as f32, EPS as f32);
         for i in 0..params.len() {
             let g = grads[i];
             let m = b1 * self.m[i] + (1.0 - b1) * g;

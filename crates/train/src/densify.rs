@@ -17,24 +17,37 @@ use crate::adam::AdamState;
 use crate::config::TrainConfig;
 use crate::state::{group_params, group_width, TrainState, GROUPS};
 
-/// Adds one view's statistics for the visible Gaussians.
-pub fn accumulate_stats(
-    state: &mut TrainState,
+/// Adds one view's densification statistics into per-step buffers: per visible Gaussian, the norm of
+/// its 2D-mean gradient in NDC units (the pixel gradient times W/2, H/2, as the original measures it),
+/// a count of 1, and its radius into the running maximum.
+pub fn view_stats(
     projected: &Projected<f32>,
     grads: &ProjectedGrads<f32>,
     width: u32,
     height: u32,
+    norms: &mut [f32],
+    counts: &mut [f32],
+    radii: &mut [f32],
 ) {
     let (hw, hh) = (0.5 * width as f32, 0.5 * height as f32);
-    for i in 0..state.len() {
+    for i in 0..norms.len() {
         let r = projected.radii[i];
         if r == 0 {
             continue;
         }
         let [gx, gy] = grads.grad_means2d[i];
-        state.grad_accum[i] += ((gx * hw).powi(2) + (gy * hh).powi(2)).sqrt();
-        state.grad_count[i] += 1.0;
-        state.max_radii[i] = state.max_radii[i].max(r as f32);
+        norms[i] += ((gx * hw).powi(2) + (gy * hh).powi(2)).sqrt();
+        counts[i] += 1.0;
+        radii[i] = radii[i].max(r as f32);
+    }
+}
+
+/// Adds a step's statistics (summed over its views and ranks) to the running ones.
+pub fn apply_stats(state: &mut TrainState, norms: &[f32], counts: &[f32], radii: &[f32]) {
+    for i in 0..state.len() {
+        state.grad_accum[i] += norms[i];
+        state.grad_count[i] += counts[i];
+        state.max_radii[i] = state.max_radii[i].max(radii[i]);
     }
 }
 

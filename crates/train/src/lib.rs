@@ -12,6 +12,7 @@ pub mod densify;
 pub mod init;
 pub mod loss;
 pub mod memory;
+pub mod parallel;
 pub mod schedule;
 pub mod state;
 pub mod testhook;

@@ -242,6 +242,7 @@ enum LoopEnd {
     Done,
     Stopped,
     WriteFailed,
+    ReplicasDiverged(u64, Vec<u64>),
     Diverged(crate::trainer::Diverged),
 }
 
@@ -263,11 +264,44 @@ pub fn train_run(
     stop_after: Option<u64>,
     progress: &mut (dyn FnMut(&StepStats) + Send),
 ) -> Result<Option<Metrics>, RunError> {
-    std::fs::create_dir_all(dir.join("checkpoints")).map_err(io_err(dir))?;
-    remove_stale_temporaries(dir);
-    remove_stale_temporaries(&dir.join("checkpoints"));
-    write_json(&dir.join(CONFIG_FILE), cfg)?;
-    let (mut trainer, prior_seconds) = match start {
+    train_run_parallel(
+        dir,
+        cfg,
+        ds,
+        start,
+        make_backend,
+        stop_after,
+        progress,
+        Box::new(crate::parallel::Local),
+    )
+}
+
+/// Steps between the replica checksum comparisons of a multi-rank run.
+pub const REPLICA_CHECK_EVERY: u64 = 100;
+
+/// [`train_run`] as one rank of a data-parallel group: every rank trains, rank 0 alone writes the
+/// outputs, checkpoints and metrics and evaluates; the others return `Ok(None)` at the end. Every
+/// [`REPLICA_CHECK_EVERY`] steps and at the end the ranks compare parameter checksums.
+pub fn train_run_parallel(
+    dir: &Path,
+    cfg: &RunConfig,
+    ds: &Dataset,
+    start: Start,
+    make_backend: &dyn Fn() -> Box<dyn Backend + Send>,
+    stop_after: Option<u64>,
+    progress: &mut (dyn FnMut(&StepStats) + Send),
+    collective: Box<dyn crate::parallel::Collective>,
+) -> Result<Option<Metrics>, RunError> {
+    let rank = collective.rank();
+    let is_root = rank == 0;
+    let ranks = collective.size();
+    if is_root {
+        std::fs::create_dir_all(dir.join("checkpoints")).map_err(io_err(dir))?;
+        remove_stale_temporaries(dir);
+        remove_stale_temporaries(&dir.join("checkpoints"));
+        write_json(&dir.join(CONFIG_FILE), cfg)?;
+    }
+    let (trainer, prior_seconds) = match start {
         Start::Fresh => (
             Trainer::new(
                 cfg.train.clone(),
@@ -291,7 +325,9 @@ pub fn train_run(
             info.train_seconds,
         ),
     };
+    let mut trainer = trainer.with_collective(collective);
     let backend_name = trainer.backend_name().to_string();
+    let mut checksums = Vec::with_capacity(ranks);
     let worker = IoWorker::new();
     let started = Instant::now();
     let first_step = trainer.state.step;
@@ -311,7 +347,19 @@ pub fn train_run(
                 Err(e) => return LoopEnd::Diverged(e),
             };
             progress(&stats);
-            if cfg.checkpoint_every > 0 && stats.step % cfg.checkpoint_every == 0 && !trainer.done()
+            if crate::testhook::drift_requested(rank, stats.step) {
+                trainer.state.gaussians.means[0][0] += 1e-3;
+            }
+            if ranks > 1 && (stats.step % REPLICA_CHECK_EVERY == 0 || trainer.done()) {
+                trainer.replica_checksums(&mut checksums);
+                if checksums.iter().any(|&c| c != checksums[0]) {
+                    return LoopEnd::ReplicasDiverged(stats.step, checksums.clone());
+                }
+            }
+            if is_root
+                && cfg.checkpoint_every > 0
+                && stats.step % cfg.checkpoint_every == 0
+                && !trainer.done()
             {
                 let secs = prior_seconds + started.elapsed().as_secs_f64();
                 submit_checkpoint(&worker, dir, trainer.state.clone(), secs);
@@ -325,6 +373,14 @@ pub fn train_run(
             worker.finish()?;
             return Ok(None);
         }
+        LoopEnd::ReplicasDiverged(step, sums) => {
+            worker.finish()?;
+            return Err(RunError::Stopped(format!(
+                "the replicas of the {ranks} ranks differ at step {step} (parameter checksums \
+                 {sums:x?}); {}",
+                kept_checkpoint(dir)
+            )));
+        }
         LoopEnd::WriteFailed => {
             return Err(stopped_by_write(worker.finish(), dir, trainer.state.step));
         }
@@ -332,6 +388,10 @@ pub fn train_run(
             worker.finish()?;
             return Err(RunError::Stopped(format!("{e}; {}", kept_checkpoint(dir))));
         }
+    }
+    if !is_root {
+        worker.finish()?;
+        return Ok(None);
     }
     let this_run = started.elapsed().as_secs_f64();
     let train_seconds = prior_seconds + this_run;

@@ -29,3 +29,16 @@ pub fn pause_point(point: &str, step: u64) {
         }
     }
 }
+
+/// With `SPLAT_TEST_DRIFT_AT=RANK:STEP`, whether this rank should corrupt its replica at this step
+/// (tests of the replica check of multi-rank runs).
+pub fn drift_requested(rank: usize, step: u64) -> bool {
+    static TARGET: OnceLock<Option<(usize, u64)>> = OnceLock::new();
+    TARGET
+        .get_or_init(|| {
+            let v = std::env::var("SPLAT_TEST_DRIFT_AT").ok()?;
+            let (r, s) = v.split_once(':')?;
+            Some((r.parse().ok()?, s.parse().ok()?))
+        })
+        .is_some_and(|t| t == (rank, step))
+}

@@ -13,13 +13,15 @@ use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use splat_core::Gaussians;
 use splat_io::dataset::{Points, View};
 use splat_render::{Backend, Buffers, RenderSettings};
 
 use crate::config::TrainConfig;
 use crate::densify::{self, DensifyReport};
 use crate::init::gaussians_from_points;
-use crate::loss::{loss_and_grad, psnr, SsimScratch};
+use crate::loss::{loss_and_grad, psnr, LossValue, SsimScratch};
+use crate::parallel::{Collective, Local};
 use crate::schedule::exp_decay;
 use crate::state::{group_params, TrainState, GROUPS};
 
@@ -79,14 +81,14 @@ impl StageTimes {
         ]
     }
 
-    fn set_render(&mut self, timings: &[(&'static str, Duration)]) {
+    fn add_render(&mut self, timings: &[(&'static str, Duration)]) {
         for &(name, d) in timings {
             match name {
-                "project" => self.project = d,
-                "bin" => self.bin = d,
-                "rasterize_forward" => self.rasterize_forward = d,
-                "rasterize_backward" => self.rasterize_backward = d,
-                "project_backward" => self.project_backward = d,
+                "project" => self.project += d,
+                "bin" => self.bin += d,
+                "rasterize_forward" => self.rasterize_forward += d,
+                "rasterize_backward" => self.rasterize_backward += d,
+                "project_backward" => self.project_backward += d,
                 _ => {}
             }
         }
@@ -134,6 +136,14 @@ pub struct Trainer<'a> {
     consecutive_skips: u32,
     /// Steps skipped for non-finite values in this process.
     pub skipped_steps: u64,
+    collective: Box<dyn Collective + 'a>,
+    /// Gradients summed over the views of a step (unused with one view and one rank).
+    batch_grads: Gaussians<f32>,
+    /// Densification statistics of a step: per Gaussian, the summed screen-space gradient norm,
+    /// the number of views that saw it and its largest radius.
+    step_norms: Vec<f32>,
+    step_counts: Vec<f32>,
+    step_radii: Vec<f32>,
 }
 
 impl<'a> Trainer<'a> {
@@ -151,7 +161,8 @@ impl<'a> Trainer<'a> {
         Self::resume(cfg, views, background, extent, backend, state)
     }
 
-    /// Continues from a saved state.
+    /// Continues from a saved state. `cfg` is the user's; with a batch of B > 1 its schedule is
+    /// converted to optimizer steps ([`TrainConfig::per_step`]).
     pub fn resume(
         cfg: TrainConfig,
         views: &'a [View],
@@ -162,7 +173,7 @@ impl<'a> Trainer<'a> {
     ) -> Self {
         assert!(!views.is_empty(), "no training views");
         Trainer {
-            cfg,
+            cfg: cfg.per_step(),
             views,
             background,
             extent,
@@ -174,7 +185,29 @@ impl<'a> Trainer<'a> {
             grad_image: Vec::new(),
             consecutive_skips: 0,
             skipped_steps: 0,
+            collective: Box::new(Local),
+            batch_grads: Gaussians::new(0),
+            step_norms: Vec::new(),
+            step_counts: Vec::new(),
+            step_radii: Vec::new(),
         }
+    }
+
+    /// Runs as one rank of a data-parallel group (see [`crate::parallel`]).
+    pub fn with_collective(mut self, collective: Box<dyn Collective + 'a>) -> Self {
+        self.collective = collective;
+        self
+    }
+
+    /// This process's rank and the number of ranks.
+    pub fn rank_and_size(&self) -> (usize, usize) {
+        (self.collective.rank(), self.collective.size())
+    }
+
+    /// The parameter checksums of every rank, in rank order (all equal unless replicas drifted).
+    pub fn replica_checksums(&mut self, out: &mut Vec<u64>) {
+        let c = crate::parallel::state_checksum(&self.state);
+        self.collective.gather_u64(c, out);
     }
 
     pub fn done(&self) -> bool {
@@ -218,7 +251,43 @@ impl<'a> Trainer<'a> {
         )
     }
 
-    /// Runs one iteration. A step whose loss or gradients are not finite is skipped (counted in
+    /// Renders view `vi`, computes its loss and backpropagates it into `self.buffers`.
+    fn view_pass(&mut self, vi: usize, times: &mut StageTimes) -> (LossValue, f64) {
+        let view = &self.views[vi];
+        let cam = &view.camera;
+        view.image.to_f32(&mut self.target);
+        let mut settings = RenderSettings::new(self.state.active_sh_degree);
+        settings.background = self.background;
+        let g = &self.state.gaussians;
+        splat_render::render(self.backend.as_mut(), g, cam, &settings, &mut self.buffers);
+        times.add_render(&self.buffers.timings);
+        let (w, h) = (cam.width as usize, cam.height as usize);
+        let t_loss = Instant::now();
+        let lv = loss_and_grad(
+            &self.buffers.raster.image,
+            &self.target,
+            w,
+            h,
+            self.cfg.lambda_dssim,
+            &mut self.ssim,
+            &mut self.grad_image,
+        );
+        let train_psnr = psnr(&self.buffers.raster.image, &self.target);
+        times.loss += t_loss.elapsed();
+        splat_render::backward(
+            self.backend.as_mut(),
+            g,
+            cam,
+            &settings,
+            &self.grad_image,
+            &mut self.buffers,
+        );
+        times.add_render(&self.buffers.timings[self.buffers.timings.len().min(3)..]);
+        (lv, train_psnr)
+    }
+
+    /// Runs one iteration: `batch` views (this rank's share of them), gradients summed over views and
+    /// ranks, one update. A step whose loss or gradients are not finite is skipped (counted in
     /// `skipped_steps`); too many in a row is an error.
     pub fn step(&mut self) -> Result<StepStats, Diverged> {
         let cfg = self.cfg.clone();
@@ -229,36 +298,92 @@ impl<'a> Trainer<'a> {
         {
             self.state.active_sh_degree += 1;
         }
-        let vi = self.next_view();
-        let view = &self.views[vi];
-        let cam = &view.camera;
-        view.image.to_f32(&mut self.target);
-        let mut settings = RenderSettings::new(self.state.active_sh_degree);
-        settings.background = self.background;
-
-        let g = &self.state.gaussians;
-        splat_render::render(self.backend.as_mut(), g, cam, &settings, &mut self.buffers);
-        let (w, h) = (cam.width as usize, cam.height as usize);
-        let t_loss = Instant::now();
-        let lv = loss_and_grad(
-            &self.buffers.raster.image,
-            &self.target,
-            w,
-            h,
-            cfg.lambda_dssim,
-            &mut self.ssim,
-            &mut self.grad_image,
-        );
-        let train_psnr = psnr(&self.buffers.raster.image, &self.target);
-        let loss_time = t_loss.elapsed();
-        splat_render::backward(
-            self.backend.as_mut(),
-            g,
-            cam,
-            &settings,
-            &self.grad_image,
-            &mut self.buffers,
-        );
+        let batch = cfg.batch.max(1);
+        let (rank, ranks) = (self.collective.rank(), self.collective.size());
+        let single = batch == 1 && ranks == 1;
+        // The original saves its output at iteration N before that iteration's densification, so the
+        // last iteration neither densifies nor resets opacities (a reset there would leave every
+        // Gaussian at 1% opacity in the result).
+        let last = it >= cfg.iterations;
+        let want_stats = it < cfg.densify_until && !last;
+        let n = self.state.len();
+        if want_stats {
+            for v in [
+                &mut self.step_norms,
+                &mut self.step_counts,
+                &mut self.step_radii,
+            ] {
+                v.clear();
+                v.resize(n, 0.0);
+            }
+        }
+        let mut times = StageTimes::default();
+        // Loss, L1, SSIM and PSNR summed over the views of the step.
+        let mut sums = [0.0f64; 4];
+        let mut local_views = 0;
+        for j in 0..batch {
+            let vi = self.next_view();
+            if j % ranks != rank {
+                continue;
+            }
+            let (lv, p) = self.view_pass(vi, &mut times);
+            for (s, v) in sums.iter_mut().zip([lv.loss, lv.l1, lv.ssim, p]) {
+                *s += v;
+            }
+            let t = Instant::now();
+            if want_stats {
+                let cam = &self.views[vi].camera;
+                densify::view_stats(
+                    &self.buffers.projected,
+                    &self.buffers.projected_grads,
+                    cam.width,
+                    cam.height,
+                    &mut self.step_norms,
+                    &mut self.step_counts,
+                    &mut self.step_radii,
+                );
+            }
+            if !single {
+                if local_views == 0 {
+                    self.batch_grads.clone_from(&self.buffers.grads);
+                } else {
+                    add_grads(&mut self.batch_grads, &self.buffers.grads);
+                }
+            }
+            times.densify += t.elapsed();
+            local_views += 1;
+        }
+        if !single {
+            let t = Instant::now();
+            if local_views == 0 {
+                // More ranks than views: this rank contributes zeros.
+                self.batch_grads.clone_from(&self.buffers.grads);
+                zero_grads(&mut self.batch_grads, n, self.state.gaussians.sh_degree);
+            }
+            for gi in 0..GROUPS.len() {
+                self.collective
+                    .sum_f32(group_params(&mut self.batch_grads, gi));
+            }
+            if want_stats {
+                self.collective.sum_f32(&mut self.step_norms);
+                self.collective.sum_f32(&mut self.step_counts);
+                self.collective.max_f32(&mut self.step_radii);
+            }
+            self.collective.sum_f64(&mut sums);
+            times.densify += t.elapsed();
+        }
+        let views = batch as f64;
+        let lv = LossValue {
+            loss: sums[0] / views,
+            l1: sums[1] / views,
+            ssim: sums[2] / views,
+        };
+        let train_psnr = sums[3] / views;
+        let grads_ok = if single {
+            all_finite(&self.buffers.grads)
+        } else {
+            all_finite(&self.batch_grads)
+        };
 
         let mut stats = StepStats {
             step: it,
@@ -268,12 +393,11 @@ impl<'a> Trainer<'a> {
             psnr: train_psnr,
             ..Default::default()
         };
-        stats.times.set_render(&self.buffers.timings);
+        stats.times = times;
         // Gradients computed, nothing applied yet.
         crate::testhook::pause_point("step", it);
-        stats.times.loss = loss_time;
         let t_densify = Instant::now();
-        if !(lv.loss.is_finite() && all_finite(&self.buffers.grads)) {
+        if !(lv.loss.is_finite() && grads_ok) {
             self.skipped_steps += 1;
             self.consecutive_skips += 1;
             self.state.step = it;
@@ -290,17 +414,12 @@ impl<'a> Trainer<'a> {
         }
         self.consecutive_skips = 0;
         let mut replaced_all = false;
-        // The original saves its output at iteration N before that iteration's densification, so the
-        // last iteration neither densifies nor resets opacities (a reset there would leave every
-        // Gaussian at 1% opacity in the result).
-        let last = it >= cfg.iterations;
-        if it < cfg.densify_until && !last {
-            densify::accumulate_stats(
+        if want_stats {
+            densify::apply_stats(
                 &mut self.state,
-                &self.buffers.projected,
-                &self.buffers.projected_grads,
-                cam.width,
-                cam.height,
+                &self.step_norms,
+                &self.step_counts,
+                &self.step_radii,
             );
             if it > cfg.densify_from
                 && cfg.densify_interval > 0
@@ -322,7 +441,7 @@ impl<'a> Trainer<'a> {
                 stats.opacity_reset = true;
             }
         }
-        stats.times.densify = t_densify.elapsed();
+        stats.times.densify += t_densify.elapsed();
         let t_adam = Instant::now();
         if it < cfg.iterations && !replaced_all {
             let lrs = [
@@ -333,14 +452,19 @@ impl<'a> Trainer<'a> {
                 cfg.scale_lr,
                 cfg.rotation_lr,
             ];
-            let grads = &mut self.buffers.grads;
+            let betas = cfg.adam_betas();
+            let grads = if single {
+                &mut self.buffers.grads
+            } else {
+                &mut self.batch_grads
+            };
             for (gi, &lr) in lrs.iter().enumerate().take(GROUPS.len()) {
                 if gi == 3 && stats.opacity_reset {
                     continue;
                 }
                 let grad = group_params(grads, gi);
                 let params = group_params(&mut self.state.gaussians, gi);
-                self.state.adam[gi].update(params, grad, lr);
+                self.state.adam[gi].update_with_betas(params, grad, lr, betas);
             }
         }
         stats.times.adam = t_adam.elapsed();
@@ -348,4 +472,35 @@ impl<'a> Trainer<'a> {
         stats.num_gaussians = self.state.len();
         Ok(stats)
     }
+}
+
+/// `dst += src`, group by group (same sizes).
+fn add_grads(dst: &mut Gaussians<f32>, src: &Gaussians<f32>) {
+    let add = |d: &mut [f32], s: &[f32]| {
+        for (a, b) in d.iter_mut().zip(s) {
+            *a += *b;
+        }
+    };
+    add(dst.means.as_flattened_mut(), src.means.as_flattened());
+    add(
+        dst.log_scales.as_flattened_mut(),
+        src.log_scales.as_flattened(),
+    );
+    add(
+        dst.rotations.as_flattened_mut(),
+        src.rotations.as_flattened(),
+    );
+    add(&mut dst.opacity_logits, &src.opacity_logits);
+    add(dst.sh_dc.as_flattened_mut(), src.sh_dc.as_flattened());
+    add(&mut dst.sh_rest, &src.sh_rest);
+}
+
+fn zero_grads(g: &mut Gaussians<f32>, n: usize, _sh_degree: usize) {
+    debug_assert_eq!(g.len(), n);
+    g.means.fill([0.0; 3]);
+    g.log_scales.fill([0.0; 3]);
+    g.rotations.fill([0.0; 4]);
+    g.opacity_logits.fill(0.0);
+    g.sh_dc.fill([0.0; 3]);
+    g.sh_rest.fill(0.0);
 }
