@@ -72,7 +72,7 @@ pub fn demo(args: DemoArgs) -> Result<()> {
         metrics.train_seconds
     );
     println!(
-        "outputs: {0}/point_cloud.ply, {0}/metrics.json, {0}/renders/ (view it in any splat viewer, or `splat render {0}/point_cloud.ply`)",
+        "outputs: {0}/point_cloud.ply, {0}/metrics.json, {0}/report.html, {0}/renders/ (view it in any splat viewer, or `splat render {0}/point_cloud.ply`)",
         args.out.display()
     );
     Ok(())

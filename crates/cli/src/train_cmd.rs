@@ -458,7 +458,11 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
                 "{} views: PSNR {:.2} dB, SSIM {:.4}; {} Gaussians; {} steps in {:.1} s ({:.2} it/s)",
                 m.split, m.psnr, m.ssim, m.num_gaussians, m.iterations, m.train_seconds, m.its_per_second
             );
-            println!("outputs in {}", dir.display());
+            println!(
+                "outputs in {} (report: {})",
+                dir.display(),
+                dir.join(run::REPORT_FILE).display()
+            );
         }
         None if rank == 0 => println!(
             "stopped; resume with: splat train --resume {}",

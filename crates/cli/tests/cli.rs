@@ -204,6 +204,7 @@ fn train_eval_render_and_resume_on_a_generated_capture() {
     }
     assert_eq!(metrics["iterations"], 40);
     assert_eq!(metrics["split"], "test");
+    check_report(&dir.path().join("run/report.html"), &metrics);
 
     let out = splat(&["eval", "run"], dir.path());
     assert!(
@@ -253,4 +254,65 @@ fn train_user_errors() {
         "config.json",
     );
     assert_user_error(&splat(&["eval", "x.ply"], dir.path()), "--data is required");
+}
+
+/// Empty elements: the report must self-close them (`<img .../>`).
+const VOID: &[&str] = &["meta", "img", "br", "rect", "line", "polyline"];
+
+/// Checks the report: well-formed (every element closed, properly nested), self-contained (no
+/// external URL), three SVG plots, three inline PNGs per evaluated view, and table numbers equal to
+/// metrics.json.
+fn check_report(path: &Path, metrics: &serde_json::Value) {
+    let html = std::fs::read_to_string(path).expect("report.html written");
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    let mut stack: Vec<String> = Vec::new();
+    let mut rest = &html["<!DOCTYPE html>".len()..];
+    while let Some(i) = rest.find('<') {
+        let end = rest[i..].find('>').expect("tag closed") + i;
+        let tag = &rest[i + 1..end];
+        rest = &rest[end + 1..];
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(
+                stack.pop().as_deref(),
+                Some(name.trim()),
+                "mis-nested </{name}>"
+            );
+            continue;
+        }
+        let name: String = tag
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        if tag.ends_with('/') {
+            continue;
+        }
+        assert!(!VOID.contains(&name.as_str()), "<{tag}> not self-closed");
+        stack.push(name);
+    }
+    assert!(stack.is_empty(), "unclosed: {stack:?}");
+    for external in ["http://", "https://", "src=\"/", "href="] {
+        let n = html.matches(external).count();
+        // The SVG namespace is an identifier, not a fetch.
+        let allowed = if external == "http://" { 3 } else { 0 };
+        assert!(n <= allowed, "{external} appears {n} times");
+    }
+    assert_eq!(html.matches("<svg").count(), 3);
+    let views = metrics["views"].as_array().unwrap();
+    assert_eq!(
+        html.matches("src=\"data:image/png;base64,").count(),
+        3 * views.len()
+    );
+    let values: Vec<f64> = html
+        .split("data-value=\"")
+        .skip(1)
+        .map(|s| s[..s.find('"').unwrap()].parse().unwrap())
+        .collect();
+    let mut expected = Vec::new();
+    for v in views {
+        expected.push(v["psnr"].as_f64().unwrap());
+        expected.push(v["ssim"].as_f64().unwrap());
+    }
+    expected.push(metrics["psnr"].as_f64().unwrap());
+    expected.push(metrics["ssim"].as_f64().unwrap());
+    assert_eq!(values, expected, "report numbers differ from metrics.json");
 }

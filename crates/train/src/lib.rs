@@ -13,6 +13,7 @@ pub mod init;
 pub mod loss;
 pub mod memory;
 pub mod parallel;
+pub mod report;
 pub mod schedule;
 pub mod state;
 pub mod testhook;

@@ -17,6 +17,7 @@ use splat_render::Backend;
 use crate::checkpoint;
 use crate::config::TrainConfig;
 use crate::eval::{evaluate, means, ViewMetrics};
+use crate::report::{HistoryPoint, HistoryRecorder, ReportView};
 use crate::state::TrainState;
 use crate::trainer::{StepStats, Trainer};
 
@@ -71,6 +72,9 @@ pub enum RunError {
 pub const CONFIG_FILE: &str = "config.json";
 pub const CHECKPOINT_FILE: &str = "checkpoints/latest.ckpt";
 pub const CHECKPOINT_INFO_FILE: &str = "checkpoints/latest.json";
+/// The training history up to the checkpoint (for the report of a resumed run).
+pub const HISTORY_FILE: &str = "checkpoints/history.json";
+pub const REPORT_FILE: &str = "report.html";
 
 type Job = Box<dyn FnOnce() -> Result<(), String> + Send>;
 
@@ -176,10 +180,21 @@ pub fn read_checkpoint(dir: &Path) -> Result<(TrainState, CheckpointInfo), RunEr
     Ok((state, info))
 }
 
-fn submit_checkpoint(worker: &IoWorker, dir: &Path, state: TrainState, train_seconds: f64) {
+fn submit_checkpoint(
+    worker: &IoWorker,
+    dir: &Path,
+    state: TrainState,
+    train_seconds: f64,
+    history: Vec<HistoryPoint>,
+) {
     let ckpt = dir.join(CHECKPOINT_FILE);
     let info_path = dir.join(CHECKPOINT_INFO_FILE);
+    let history_path = dir.join(HISTORY_FILE);
     worker.submit(move || {
+        // The history first: a checkpoint is never newer than the history beside it.
+        let text = serde_json::to_string(&history).expect("serializable");
+        write_atomic(&history_path, text.as_bytes())
+            .map_err(|e| format!("{}: {e}", history_path.display()))?;
         let bytes = checkpoint::to_bytes(&state);
         let step = state.step;
         write_atomic_with(&ckpt, &bytes, &|| {
@@ -326,6 +341,18 @@ pub fn train_run_parallel(
         ),
     };
     let mut trainer = trainer.with_collective(collective);
+    let first_step_of_run = trainer.state.step;
+    // History of earlier sessions of this run, up to the checkpoint resumed from.
+    let earlier: Vec<HistoryPoint> = read_json::<Vec<HistoryPoint>>(&dir.join(HISTORY_FILE))
+        .map(|h| {
+            h.into_iter()
+                .filter(|p| p.step <= first_step_of_run)
+                .collect()
+        })
+        .unwrap_or_default();
+    let total_steps = cfg.train.per_step().iterations;
+    let mut history = HistoryRecorder::new(total_steps, earlier);
+    history.points.reserve(520);
     let backend_name = trainer.backend_name().to_string();
     let mut checksums = Vec::with_capacity(ranks);
     let worker = IoWorker::new();
@@ -347,6 +374,13 @@ pub fn train_run_parallel(
                 Err(e) => return LoopEnd::Diverged(e),
             };
             progress(&stats);
+            history.record(
+                stats.step,
+                stats.loss,
+                stats.psnr,
+                stats.num_gaussians,
+                trainer.done(),
+            );
             if crate::testhook::drift_requested(rank, stats.step) {
                 trainer.state.gaussians.means[0][0] += 1e-3;
             }
@@ -362,7 +396,13 @@ pub fn train_run_parallel(
                 && !trainer.done()
             {
                 let secs = prior_seconds + started.elapsed().as_secs_f64();
-                submit_checkpoint(&worker, dir, trainer.state.clone(), secs);
+                submit_checkpoint(
+                    &worker,
+                    dir,
+                    trainer.state.clone(),
+                    secs,
+                    history.points.clone(),
+                );
             }
         }
         LoopEnd::Done
@@ -395,7 +435,13 @@ pub fn train_run_parallel(
     }
     let this_run = started.elapsed().as_secs_f64();
     let train_seconds = prior_seconds + this_run;
-    submit_checkpoint(&worker, dir, trainer.state.clone(), train_seconds);
+    submit_checkpoint(
+        &worker,
+        dir,
+        trainer.state.clone(),
+        train_seconds,
+        history.points.clone(),
+    );
 
     let gaussians = trainer.state.gaussians.clone();
     let ply_path = dir.join("point_cloud.ply");
@@ -409,6 +455,7 @@ pub fn train_run_parallel(
         std::fs::create_dir_all(&renders).map_err(io_err(&renders))?;
     }
     let mut backend = make_backend();
+    let mut report_views = Vec::new();
     let view_metrics = evaluate(
         backend.as_mut(),
         &gaussians,
@@ -416,6 +463,7 @@ pub fn train_run_parallel(
         ds.background,
         trainer.state.active_sh_degree,
         |view, img| {
+            report_views.push(ReportView::new(&view.name, &view.image, img));
             if split == "test" {
                 let path = renders.join(view.render_file_name());
                 let (w, h, img) = (view.camera.width, view.camera.height, img.to_vec());
@@ -443,5 +491,8 @@ pub fn train_run_parallel(
         views: view_metrics,
     };
     write_json(&dir.join("metrics.json"), &metrics)?;
+    let report = dir.join(REPORT_FILE);
+    let html = crate::report::report_html(&metrics, &history.points, &report_views);
+    write_atomic(&report, html.as_bytes()).map_err(io_err(&report))?;
     Ok(Some(metrics))
 }
