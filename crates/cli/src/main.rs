@@ -7,6 +7,7 @@ mod demo_cmd;
 mod mpi_collective;
 mod render_cmd;
 mod train_cmd;
+mod view_cmd;
 
 use std::process::ExitCode;
 
@@ -43,6 +44,8 @@ enum Command {
     BuiltinScene(render_cmd::BuiltinArgs),
     /// Print what a PLY scene holds: count, SH degree, bounds.
     Info(render_cmd::InfoArgs),
+    /// Serve an interactive viewer of a scene in the browser (frames rendered by splat).
+    View(view_cmd::ViewArgs),
 }
 
 /// Whether `mpirun` started this process as one of several ranks.
@@ -92,6 +95,7 @@ fn main() -> ExitCode {
         Command::Render(args) => render_cmd::render(args),
         Command::BuiltinScene(args) => render_cmd::write_builtin_scene(args),
         Command::Info(args) => render_cmd::info(args),
+        Command::View(args) => view_cmd::view(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
