@@ -1,7 +1,8 @@
 //! `splat train`, `splat eval`, and `splat render --data`.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -13,6 +14,7 @@ use splat_train::eval::{evaluate, means};
 use splat_train::parallel::Collective;
 use splat_train::run::{self, RunConfig, Start};
 use splat_train::{memory, StepStats, TrainConfig};
+use splat_viewer::{Server, SharedScene, TrainStatus, ViewerOptions};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum FormatArg {
@@ -132,6 +134,16 @@ pub struct TrainArgs {
     /// Pipeline implementation.
     #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
     pub backend: BackendArg,
+    /// Serve the viewer while training (the current scene, step, loss, PSNR, Gaussian count); after
+    /// training it keeps serving the result until Ctrl-C.
+    #[arg(long)]
+    pub view: bool,
+    /// Viewer port with --view (0 picks a free one).
+    #[arg(long, default_value_t = 8080, requires = "view")]
+    pub port: u16,
+    /// Viewer address with --view.
+    #[arg(long, default_value = "127.0.0.1", requires = "view")]
+    pub host: String,
     /// Train even when the memory estimate exceeds the memory available.
     #[arg(long)]
     pub force: bool,
@@ -437,6 +449,32 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
     }
     let mut progress = Progress::new(first, steps);
     let backend = args.backend;
+    let live = if args.view && rank == 0 {
+        let (views, up) = crate::view_cmd::dataset_views(&ds)?;
+        let len = up.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12);
+        // Until the first snapshot: the initial points (frames the scene for the page).
+        let scene = SharedScene::new(splat_train::init::gaussians_from_points(
+            &ds.points,
+            cfg.train.sh_degree,
+        ));
+        let server = Server::start(
+            &args.host,
+            args.port,
+            scene.clone(),
+            ViewerOptions {
+                background: ds.background,
+                up: up.map(|v| v / len),
+                dataset: Arc::new(views),
+            },
+        )
+        .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
+        println!("viewer: {}", server.url());
+        std::io::stdout().flush().ok();
+        Some((server, scene))
+    } else {
+        None
+    };
+    let mut last_publish: Option<Instant> = None;
     let metrics = run::train_run_parallel(
         &dir,
         &cfg,
@@ -444,9 +482,26 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
         start,
         &|| backend.make(),
         args.stop_after,
-        &mut |s| {
+        &mut |s, state| {
             if rank == 0 {
                 progress.update(s)
+            }
+            if let Some((_, scene)) = &live {
+                let status = TrainStatus {
+                    step: s.step,
+                    total_steps: steps,
+                    loss: s.loss,
+                    psnr: s.psnr,
+                    num_gaussians: s.num_gaussians,
+                };
+                // A copy of the scene at most once a second, and only while a page is open.
+                let due = last_publish.is_none_or(|t| t.elapsed() >= LIVE_VIEW_INTERVAL);
+                if scene.clients() > 0 && (due || s.step == steps) {
+                    scene.publish(state.gaussians.clone(), state.active_sh_degree, status);
+                    last_publish = Some(Instant::now());
+                } else {
+                    scene.set_status(status);
+                }
             }
         },
         collective,
@@ -470,8 +525,32 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
         ),
         None => {}
     }
+    if let Some((server, scene)) = live {
+        let ply = dir.join("point_cloud.ply");
+        if let Ok(g) = splat_io::read_ply(&ply) {
+            let status = TrainStatus {
+                step: steps,
+                total_steps: steps,
+                num_gaussians: g.len(),
+                ..Default::default()
+            };
+            let degree = g.sh_degree;
+            scene.publish(g, degree, status);
+        }
+        println!(
+            "training done; the viewer keeps serving the result at {} (Ctrl-C to stop)",
+            server.url()
+        );
+        std::io::stdout().flush().ok();
+        loop {
+            std::thread::park();
+        }
+    }
     Ok(())
 }
+
+/// How often `--view` copies the training scene for the page.
+const LIVE_VIEW_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
 #[derive(Args)]
 pub struct EvalArgs {

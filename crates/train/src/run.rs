@@ -286,7 +286,7 @@ pub fn train_run(
         start,
         make_backend,
         stop_after,
-        progress,
+        &mut |s, _| progress(s),
         Box::new(crate::parallel::Local),
     )
 }
@@ -294,7 +294,8 @@ pub fn train_run(
 /// Steps between the replica checksum comparisons of a multi-rank run.
 pub const REPLICA_CHECK_EVERY: u64 = 100;
 
-/// [`train_run`] as one rank of a data-parallel group: every rank trains, rank 0 alone writes the
+/// [`train_run`] as one rank of a data-parallel group (and `progress` sees the state after each step,
+/// for the live viewer): every rank trains, rank 0 alone writes the
 /// outputs, checkpoints and metrics and evaluates; the others return `Ok(None)` at the end. Every
 /// [`REPLICA_CHECK_EVERY`] steps and at the end the ranks compare parameter checksums.
 pub fn train_run_parallel(
@@ -304,7 +305,7 @@ pub fn train_run_parallel(
     start: Start,
     make_backend: &dyn Fn() -> Box<dyn Backend + Send>,
     stop_after: Option<u64>,
-    progress: &mut (dyn FnMut(&StepStats) + Send),
+    progress: &mut (dyn FnMut(&StepStats, &TrainState) + Send),
     collective: Box<dyn crate::parallel::Collective>,
 ) -> Result<Option<Metrics>, RunError> {
     let rank = collective.rank();
@@ -373,7 +374,7 @@ pub fn train_run_parallel(
                 Ok(s) => s,
                 Err(e) => return LoopEnd::Diverged(e),
             };
-            progress(&stats);
+            progress(&stats, &trainer.state);
             history.record(
                 stats.step,
                 stats.loss,
