@@ -11,6 +11,7 @@
 //! with `dS/dmx = 2 my A2 / (B1 B2) - 2 mx S / B1`; the window is symmetric, so
 //! `dSSIM/dx = (G*g_mu + 2 x G*g_xx + y G*g_xy) / N`.
 
+use rayon::prelude::*;
 use splat_core::Real;
 
 pub const SSIM_WINDOW: usize = 11;
@@ -42,7 +43,8 @@ pub struct SsimScratch<F> {
     planes: Vec<Vec<F>>,
     tmp: Vec<F>,
     out: Vec<F>,
-    row: Vec<F>,
+    /// Per-row sums of the SSIM map, added in row order (thread-count independent).
+    row_totals: Vec<f64>,
 }
 
 const X: usize = 0;
@@ -67,48 +69,65 @@ impl<F: Real> SsimScratch<F> {
         }
         self.tmp.resize(w * h, F::zero());
         self.out.resize(w * h, F::zero());
-        self.row.resize(w + SSIM_WINDOW - 1, F::zero());
+        self.row_totals.resize(h, 0.0);
     }
 }
 
-/// Separable Gaussian filter of plane `src` into plane `dst` (zero padding).
+/// Rows per parallel task: enough work per task to amortize the scheduling.
+fn rows_per_task(w: usize) -> usize {
+    (16_384 / w.max(1)).max(1)
+}
+
+/// Separable Gaussian filter of plane `src` into plane `dst` (zero padding), rows in parallel. Each
+/// output value is the same sum in the same order whatever the number of threads.
 fn blur<F: Real>(
     src: &[F],
     dst: &mut [F],
     tmp: &mut [F],
-    row: &mut [F],
     w: usize,
     h: usize,
     taps: &[F; SSIM_WINDOW],
 ) {
     let r = SSIM_WINDOW / 2;
-    // Horizontal: padded copy of each row, taps outer so the inner loop runs along x.
-    for y in 0..h {
-        row.fill(F::zero());
-        row[r..r + w].copy_from_slice(&src[y * w..(y + 1) * w]);
-        let out = &mut tmp[y * w..(y + 1) * w];
-        out.fill(F::zero());
-        for (k, &t) in taps.iter().enumerate() {
-            for x in 0..w {
-                out[x] += t * row[x + k];
+    let chunk = rows_per_task(w) * w;
+    // Horizontal: taps outer so the inner loop runs along x; out-of-image taps contribute nothing.
+    tmp.par_chunks_mut(chunk)
+        .zip(src.par_chunks(chunk))
+        .for_each(|(outs, ins)| {
+            for (out, inp) in outs.chunks_exact_mut(w).zip(ins.chunks_exact(w)) {
+                out.fill(F::zero());
+                for (k, &t) in taps.iter().enumerate() {
+                    // Source column x + k - r must lie in [0, w).
+                    let x0 = r.saturating_sub(k);
+                    let x1 = (w + r).saturating_sub(k).min(w);
+                    if x0 >= x1 {
+                        continue;
+                    }
+                    let s0 = x0 + k - r;
+                    for (o, &v) in out[x0..x1].iter_mut().zip(&inp[s0..s0 + (x1 - x0)]) {
+                        *o += t * v;
+                    }
+                }
             }
-        }
-    }
+        });
     // Vertical: whole rows at a time.
-    dst.fill(F::zero());
-    for y in 0..h {
-        let out = &mut dst[y * w..(y + 1) * w];
-        for (k, &t) in taps.iter().enumerate() {
-            let sy = y as isize + k as isize - r as isize;
-            if sy < 0 || sy >= h as isize {
-                continue;
-            }
-            let inp = &tmp[sy as usize * w..(sy as usize + 1) * w];
-            for x in 0..w {
-                out[x] += t * inp[x];
+    let tmp = &*tmp;
+    dst.par_chunks_mut(chunk).enumerate().for_each(|(c, outs)| {
+        for (j, out) in outs.chunks_exact_mut(w).enumerate() {
+            let y = c * (chunk / w) + j;
+            out.fill(F::zero());
+            for (k, &t) in taps.iter().enumerate() {
+                let sy = y as isize + k as isize - r as isize;
+                if sy < 0 || sy >= h as isize {
+                    continue;
+                }
+                let inp = &tmp[sy as usize * w..(sy as usize + 1) * w];
+                for (o, &v) in out.iter_mut().zip(inp) {
+                    *o += t * v;
+                }
             }
         }
-    }
+    });
 }
 
 /// Loss value and its parts.
@@ -175,58 +194,102 @@ pub fn ssim_with_grad<F: Real>(
     let n_total = F::c((w * h * 3) as f64);
     let mut total = 0.0f64;
     let mut grad = grad;
+    let want_grad = grad.is_some();
+    let rows = rows_per_task(w);
     for ch in 0..3 {
         let SsimScratch {
             planes,
             tmp,
             out,
-            row,
+            row_totals,
             ..
         } = s;
-        for i in 0..w * h {
-            let (x, y) = (a[i * 3 + ch], b[i * 3 + ch]);
-            planes[X][i] = x;
-            planes[Y][i] = y;
-            planes[EXX][i] = x * x;
-            planes[EYY][i] = y * y;
-            planes[EXY][i] = x * y;
+        {
+            let [px, py, _, _, pxx, pyy, pxy, ..] = &mut planes[..] else {
+                unreachable!("NUM_PLANES planes")
+            };
+            px.par_chunks_mut(rows * w)
+                .zip(py.par_chunks_mut(rows * w))
+                .zip(pxx.par_chunks_mut(rows * w))
+                .zip(pyy.par_chunks_mut(rows * w))
+                .zip(pxy.par_chunks_mut(rows * w))
+                .enumerate()
+                .for_each(|(c, ((((x, y), xx), yy), xy))| {
+                    let base = c * rows * w;
+                    for i in 0..x.len() {
+                        let (u, v) = (a[(base + i) * 3 + ch], b[(base + i) * 3 + ch]);
+                        x[i] = u;
+                        y[i] = v;
+                        xx[i] = u * u;
+                        yy[i] = v * v;
+                        xy[i] = u * v;
+                    }
+                });
         }
         for (src, dst) in [(X, MX), (Y, MY), (EXX, EXX), (EYY, EYY), (EXY, EXY)] {
-            blur(&planes[src], out, tmp, row, w, h, &taps);
+            blur(&planes[src], out, tmp, w, h, &taps);
             std::mem::swap(&mut planes[dst], out);
         }
-        for i in 0..w * h {
-            let (mx, my) = (planes[MX][i], planes[MY][i]);
-            let sxx = planes[EXX][i] - mx * mx;
-            let syy = planes[EYY][i] - my * my;
-            let sxy = planes[EXY][i] - mx * my;
-            let a1 = F::c(2.0) * mx * my + c1;
-            let a2 = F::c(2.0) * sxy + c2;
-            let b1 = mx * mx + my * my + c1;
-            let b2 = sxx + syy + c2;
-            let map = a1 * a2 / (b1 * b2);
-            total += map.as_f64();
-            if grad.is_some() {
-                let ds_dmx = F::c(2.0) * my * a2 / (b1 * b2) - F::c(2.0) * mx * map / b1;
-                let ds_dsxx = -map / b2;
-                let ds_dsxy = F::c(2.0) * a1 / (b1 * b2);
-                planes[G_MU][i] = ds_dmx - F::c(2.0) * mx * ds_dsxx - my * ds_dsxy;
-                planes[G_XX][i] = ds_dsxx;
-                planes[G_XY][i] = ds_dsxy;
-            }
+        {
+            let [_, _, mxp, myp, exx, eyy, exy, gmu, gxx, gxy] = &mut planes[..] else {
+                unreachable!("NUM_PLANES planes")
+            };
+            row_totals
+                .par_chunks_mut(rows)
+                .zip(gmu.par_chunks_mut(rows * w))
+                .zip(gxx.par_chunks_mut(rows * w))
+                .zip(gxy.par_chunks_mut(rows * w))
+                .enumerate()
+                .for_each(|(c, (((totals, gmu), gxx), gxy))| {
+                    let base = c * rows * w;
+                    for (j, t) in totals.iter_mut().enumerate() {
+                        let mut row_total = 0.0f64;
+                        for x in 0..w {
+                            let l = j * w + x;
+                            let i = base + l;
+                            let (mx, my) = (mxp[i], myp[i]);
+                            let sxx = exx[i] - mx * mx;
+                            let syy = eyy[i] - my * my;
+                            let sxy = exy[i] - mx * my;
+                            let a1 = F::c(2.0) * mx * my + c1;
+                            let a2 = F::c(2.0) * sxy + c2;
+                            let b1 = mx * mx + my * my + c1;
+                            let b2 = sxx + syy + c2;
+                            let map = a1 * a2 / (b1 * b2);
+                            row_total += map.as_f64();
+                            if want_grad {
+                                let ds_dmx =
+                                    F::c(2.0) * my * a2 / (b1 * b2) - F::c(2.0) * mx * map / b1;
+                                let ds_dsxx = -map / b2;
+                                let ds_dsxy = F::c(2.0) * a1 / (b1 * b2);
+                                gmu[l] = ds_dmx - F::c(2.0) * mx * ds_dsxx - my * ds_dsxy;
+                                gxx[l] = ds_dsxx;
+                                gxy[l] = ds_dsxy;
+                            }
+                        }
+                        *t = row_total;
+                    }
+                });
         }
+        total += row_totals.iter().sum::<f64>();
         if let Some((g, scale)) = grad.as_mut() {
             for p in [G_MU, G_XX, G_XY] {
-                blur(&planes[p], out, tmp, row, w, h, &taps);
+                blur(&planes[p], out, tmp, w, h, &taps);
                 std::mem::swap(&mut planes[p], out);
             }
             let k = *scale / n_total;
-            for i in 0..w * h {
-                let d = planes[G_MU][i]
-                    + F::c(2.0) * planes[X][i] * planes[G_XX][i]
-                    + planes[Y][i] * planes[G_XY][i];
-                g[i * 3 + ch] += k * d;
-            }
+            let (px, py) = (&planes[X], &planes[Y]);
+            let (gmu, gxx, gxy) = (&planes[G_MU], &planes[G_XX], &planes[G_XY]);
+            g.par_chunks_mut(rows * w * 3)
+                .enumerate()
+                .for_each(|(c, gs)| {
+                    let base = c * rows * w;
+                    for (l, px3) in gs.chunks_exact_mut(3).enumerate() {
+                        let i = base + l;
+                        let d = gmu[i] + F::c(2.0) * px[i] * gxx[i] + py[i] * gxy[i];
+                        px3[ch] += k * d;
+                    }
+                });
         }
     }
     total / (w * h * 3) as f64

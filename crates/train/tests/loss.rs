@@ -65,3 +65,71 @@ fn ssim_of_identical_images_is_one_and_drops_with_noise() {
     let s = ssim(&a, &noisy, w, h);
     assert!(s < 0.97 && s > 0.5, "{s}");
 }
+
+/// SSIM straight from its definition: an explicit 11 x 11 window per pixel (zero padding), in f64.
+fn ssim_by_definition(a: &[f64], b: &[f64], w: usize, h: usize) -> f64 {
+    let taps = splat_train::loss::gaussian_taps::<f64>();
+    let (c1, c2) = (splat_train::loss::SSIM_C1, splat_train::loss::SSIM_C2);
+    let mut total = 0.0;
+    for ch in 0..3 {
+        for py in 0..h {
+            for px in 0..w {
+                let (mut mx, mut my, mut exx, mut eyy, mut exy) = (0.0, 0.0, 0.0, 0.0, 0.0);
+                for ky in 0..11 {
+                    for kx in 0..11 {
+                        let (sx, sy) =
+                            (px as isize + kx as isize - 5, py as isize + ky as isize - 5);
+                        if sx < 0 || sy < 0 || sx >= w as isize || sy >= h as isize {
+                            continue;
+                        }
+                        let i = (sy as usize * w + sx as usize) * 3 + ch;
+                        let t = taps[kx] * taps[ky];
+                        let (x, y) = (a[i], b[i]);
+                        mx += t * x;
+                        my += t * y;
+                        exx += t * x * x;
+                        eyy += t * y * y;
+                        exy += t * x * y;
+                    }
+                }
+                let (sxx, syy, sxy) = (exx - mx * mx, eyy - my * my, exy - mx * my);
+                total += (2.0 * mx * my + c1) * (2.0 * sxy + c2)
+                    / ((mx * mx + my * my + c1) * (sxx + syy + c2));
+            }
+        }
+    }
+    total / (w * h * 3) as f64
+}
+
+#[test]
+fn parallel_ssim_matches_the_definition_and_any_thread_count() {
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    // Odd sizes: partial row chunks, narrow images (window wider than the image).
+    for (w, h) in [(37, 23), (5, 40), (300, 70)] {
+        let a = random_image(&mut rng, w * h * 3);
+        let b = random_image(&mut rng, w * h * 3);
+        let fast = ssim(&a, &b, w, h);
+        let def = ssim_by_definition(&a, &b, w, h);
+        assert!((fast - def).abs() < 1e-12, "{w} x {h}: {fast} vs {def}");
+        // Same bits on one thread as on the default pool (f32, the training type).
+        let af: Vec<f32> = a.iter().map(|&v| v as f32).collect();
+        let bf: Vec<f32> = b.iter().map(|&v| v as f32).collect();
+        let run = || {
+            let mut s = SsimScratch::default();
+            let mut g = Vec::new();
+            let v = loss_and_grad(&af, &bf, w, h, LAMBDA_DSSIM, &mut s, &mut g);
+            (
+                v.loss.to_bits(),
+                g.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            )
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        assert!(
+            pool.install(run) == run(),
+            "{w} x {h}: thread count changed the result"
+        );
+    }
+}
