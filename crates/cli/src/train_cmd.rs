@@ -165,7 +165,13 @@ fn load_within_memory(cfg: &RunConfig, force: bool) -> Result<Dataset> {
         .max_gaussians
         .unwrap_or(memory::DEFAULT_GAUSSIAN_BUDGET);
     let gaussian_bytes = budget as u64 * memory::peak_bytes_per_gaussian(cfg.train.sh_degree);
-    let available = memory::available_memory();
+    // Ranks of an MPI job on this machine share its memory.
+    let local_ranks = std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(1)
+        .max(1);
+    let available = memory::available_memory().map(|a| a / local_ranks);
     let mut load = cfg.load.clone();
     if let (Some(avail), false) = (available, force) {
         if gaussian_bytes >= avail {
