@@ -21,19 +21,19 @@ fn args(out: &Path) -> Vec<String> {
     a.extend(
         [
             "--iters",
-            "400",
+            "240",
             "--batch",
             "2",
             "--seed",
             "3",
             "--densify-from",
-            "100",
+            "40",
             "--densify-interval",
-            "100",
+            "40",
             "--opacity-reset-interval",
-            "300",
+            "160",
             "--checkpoint-every",
-            "50",
+            "30",
             "--out",
         ]
         .map(String::from),
@@ -89,10 +89,10 @@ fn two_ranks_equal_one_process_with_the_same_batch() {
         serde_json::from_slice(&std::fs::read(two.join("metrics.json")).unwrap()).unwrap();
     assert_eq!(m1["psnr"], m2["psnr"]);
 
-    // Stopped after 120 steps (checkpoint of step 100), resumed with 2 ranks.
+    // Stopped after 70 steps (checkpoint of step 60), resumed with 2 ranks.
     let resumed = dir.path().join("resumed");
     let mut a = args(&resumed);
-    a.extend(["--stop-after".into(), "120".into()]);
+    a.extend(["--stop-after".into(), "70".into()]);
     ok(&mpirun(2, &a, &[]));
     assert!(!resumed.join("point_cloud.ply").exists());
     let r = vec![
@@ -118,6 +118,6 @@ fn a_drifting_replica_stops_the_job() {
         err.contains("replicas of the 2 ranks differ at step 100"),
         "{err}"
     );
-    assert!(err.contains("checkpoint of step 50 is intact"), "{err}");
+    assert!(err.contains("checkpoint of step 90 is intact"), "{err}");
     assert!(!out.join("point_cloud.ply").exists());
 }
