@@ -75,30 +75,6 @@ pub struct RenderArgs {
     pub time_backward: bool,
 }
 
-fn median_scene_point(g: &Gaussians) -> [f64; 3] {
-    std::array::from_fn(|k| {
-        let mut v: Vec<f32> = g.means.iter().map(|m| m[k]).collect();
-        v.sort_by(f32::total_cmp);
-        v[v.len() / 2] as f64
-    })
-}
-
-/// Median distance of the means from `center`: a scale that ignores far outliers.
-fn median_radius(g: &Gaussians, center: [f64; 3]) -> f64 {
-    let mut d: Vec<f64> = g
-        .means
-        .iter()
-        .map(|m| {
-            (0..3)
-                .map(|k| (m[k] as f64 - center[k]).powi(2))
-                .sum::<f64>()
-                .sqrt()
-        })
-        .collect();
-    d.sort_by(f64::total_cmp);
-    d[d.len() / 2].max(1e-3)
-}
-
 fn camera_for(args: &RenderArgs, g: &Gaussians, builtin: bool) -> Result<Camera> {
     if args.width == 0 || args.height == 0 || args.width > 16384 || args.height > 16384 {
         bail!(
@@ -121,7 +97,7 @@ fn camera_for(args: &RenderArgs, g: &Gaussians, builtin: bool) -> Result<Camera>
     let target = match args.look_at {
         Some(t) => t,
         None if g.is_empty() => [0.0; 3],
-        None => median_scene_point(g),
+        None => g.median_mean(),
     };
     let up = args.up.unwrap_or(if builtin {
         [0.0, 0.0, 1.0]
@@ -134,7 +110,7 @@ fn camera_for(args: &RenderArgs, g: &Gaussians, builtin: bool) -> Result<Camera>
             let r = if g.is_empty() {
                 1.0
             } else {
-                median_radius(g, target)
+                g.distance_quantile(target, 0.5)
             };
             [target[0], target[1], target[2] - 3.0 * r]
         }
@@ -313,10 +289,10 @@ pub fn info(args: InfoArgs) -> Result<()> {
             }
         }
         println!("bounds: min {lo:?}, max {hi:?}");
-        let c = median_scene_point(&g);
+        let c = g.median_mean();
         println!(
             "median point: {c:?}, median radius {:.4}",
-            median_radius(&g, c)
+            g.distance_quantile(c, 0.5)
         );
     }
     Ok(())

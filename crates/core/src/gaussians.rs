@@ -31,6 +31,38 @@ pub struct Gaussians<F = f32> {
 }
 
 impl<F: Real> Gaussians<F> {
+    /// Per-axis median of the means: a centre that ignores far outliers (the origin when empty).
+    pub fn median_mean(&self) -> [f64; 3] {
+        if self.means.is_empty() {
+            return [0.0; 3];
+        }
+        std::array::from_fn(|k| {
+            let mut v: Vec<f64> = self.means.iter().map(|m| m[k].as_f64()).collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        })
+    }
+
+    /// The `q`-quantile (0..=1) of the means' distances from `center`, at least 1e-3 (1 when empty).
+    pub fn distance_quantile(&self, center: [f64; 3], q: f64) -> f64 {
+        if self.means.is_empty() {
+            return 1.0;
+        }
+        let mut d: Vec<f64> = self
+            .means
+            .iter()
+            .map(|m| {
+                (0..3)
+                    .map(|k| (m[k].as_f64() - center[k]).powi(2))
+                    .sum::<f64>()
+                    .sqrt()
+            })
+            .collect();
+        d.sort_by(f64::total_cmp);
+        let i = ((d.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
+        d[i].max(1e-3)
+    }
+
     /// An empty scene with the given SH degree.
     pub fn new(sh_degree: usize) -> Self {
         assert!(sh_degree <= MAX_SH_DEGREE, "SH degree {sh_degree} > 3");

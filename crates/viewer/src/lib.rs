@@ -338,27 +338,8 @@ fn camera_numbers(c: &Camera) -> [f64; 16] {
 
 /// Robust centre and radius of the scene for the initial orbit.
 fn scene_frame(g: &Gaussians<f32>) -> ([f64; 3], f64) {
-    if g.is_empty() {
-        return ([0.0; 3], 1.0);
-    }
-    let mut c = [0.0; 3];
-    for k in 0..3 {
-        let mut v: Vec<f64> = g.means.iter().map(|m| m[k] as f64).collect();
-        v.sort_by(f64::total_cmp);
-        c[k] = v[v.len() / 2];
-    }
-    let mut d: Vec<f64> = g
-        .means
-        .iter()
-        .map(|m| {
-            (0..3)
-                .map(|k| (m[k] as f64 - c[k]).powi(2))
-                .sum::<f64>()
-                .sqrt()
-        })
-        .collect();
-    d.sort_by(f64::total_cmp);
-    (c, d[d.len() * 9 / 10].max(1e-3))
+    let c = g.median_mean();
+    (c, g.distance_quantile(c, 0.9))
 }
 
 struct Done {
