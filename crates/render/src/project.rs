@@ -15,7 +15,7 @@ use splat_core::math::{cast3, cast_mat3, mat3_vec, matmul, quat_to_mat, transpos
 use splat_core::{sigmoid, Camera, Gaussians, Real, TileGrid, TileRect};
 
 use crate::sh::{active_coeffs, color};
-use crate::types::{Projected, RenderSettings};
+use crate::types::{Projected, ProjectedSlices, RenderSettings};
 
 /// Floating-point operations per Gaussian: quaternion to matrix 25, `M = R S` 9, `Sigma = M M^T` 45,
 /// camera transform 18, Jacobian 8, `T = J R` 30, `T Sigma T^T` 54, inverse and radius 20, SH of degree 3
@@ -147,26 +147,54 @@ pub fn radius_of<F: Real>(cov2d: [F; 3], det: F) -> F {
     (F::c(3.0) * lambda.sqrt()).ceil()
 }
 
-/// Projects every Gaussian (and evaluates its colour) into `out`.
+/// Writes into `out` (resized to the scene) the projection of every Gaussian.
 pub fn project<F: Real>(
     gaussians: &Gaussians<F>,
     camera: &Camera,
     settings: &RenderSettings,
     out: &mut Projected<F>,
 ) {
-    let n = gaussians.len();
-    out.resize(n);
-    let cam = CameraParams::<F>::new(camera);
-    let grid = TileGrid::new(camera.width, camera.height);
-    let coeffs = active_coeffs(settings.sh_degree, gaussians.sh_degree);
-    for i in 0..n {
-        out.radii[i] = 0;
-        out.tile_rects[i] = TileRect::default();
+    out.resize(gaussians.len());
+    let ctx = ProjectContext::new(gaussians, camera, settings);
+    project_range(gaussians, &ctx, out.slices_mut());
+}
+
+/// What every Gaussian's projection shares: the camera in the stage's type, the tile grid, the number of
+/// SH coefficients in use.
+#[derive(Clone, Copy, Debug)]
+pub struct ProjectContext<F> {
+    pub cam: CameraParams<F>,
+    pub grid: TileGrid,
+    pub coeffs: usize,
+}
+
+impl<F: Real> ProjectContext<F> {
+    pub fn new(gaussians: &Gaussians<F>, camera: &Camera, settings: &RenderSettings) -> Self {
+        ProjectContext {
+            cam: CameraParams::<F>::new(camera),
+            grid: TileGrid::new(camera.width, camera.height),
+            coeffs: active_coeffs(settings.sh_degree, gaussians.sh_degree),
+        }
+    }
+}
+
+/// Projects the Gaussians `out.start .. out.start + out.len()` into `out` (a range of a [`Projected`],
+/// so that threads can take disjoint ranges).
+pub fn project_range<F: Real>(
+    gaussians: &Gaussians<F>,
+    ctx: &ProjectContext<F>,
+    out: ProjectedSlices<'_, F>,
+) {
+    let (cam, grid, coeffs) = (&ctx.cam, &ctx.grid, ctx.coeffs);
+    for j in 0..out.len() {
+        let i = out.start + j;
+        out.radii[j] = 0;
+        out.tile_rects[j] = TileRect::default();
         let Some(geo) = geometry(
             gaussians.means[i],
             gaussians.log_scales[i],
             gaussians.rotations[i],
-            &cam,
+            cam,
         ) else {
             continue;
         };
@@ -186,7 +214,7 @@ pub fn project<F: Real>(
         if !finite {
             continue;
         }
-        let rect = TileRect::around(u.as_f64(), v.as_f64(), radius.as_f64(), &grid);
+        let rect = TileRect::around(u.as_f64(), v.as_f64(), radius.as_f64(), grid);
         if rect.is_empty() {
             continue;
         }
@@ -197,13 +225,13 @@ pub fn project<F: Real>(
             coeffs,
             cam.center,
         );
-        out.means2d[i] = [u, v];
-        out.conics[i] = conic;
-        out.depths[i] = z;
-        out.radii[i] = radius.as_f64().min(u32::MAX as f64).max(1.0) as u32;
-        out.tile_rects[i] = rect;
-        out.opacities[i] = sigmoid(gaussians.opacity_logits[i]);
-        out.colors[i] = rgb;
-        out.color_clamped[i] = clamped;
+        out.means2d[j] = [u, v];
+        out.conics[j] = conic;
+        out.depths[j] = z;
+        out.radii[j] = radius.as_f64().min(u32::MAX as f64).max(1.0) as u32;
+        out.tile_rects[j] = rect;
+        out.opacities[j] = sigmoid(gaussians.opacity_logits[i]);
+        out.colors[j] = rgb;
+        out.color_clamped[j] = clamped;
     }
 }

@@ -15,7 +15,9 @@ use splat_core::{Camera, Gaussians, Real};
 
 use crate::project::{geometry, CameraParams};
 use crate::sh::{active_coeffs, color_backward};
-use crate::types::{reset_grads, GaussianGrads, Projected, ProjectedGrads, RenderSettings};
+use crate::types::{
+    reset_grads, GaussianGradSlices, GaussianGrads, Projected, ProjectedGrads, RenderSettings,
+};
 
 /// Floating-point operations per visible Gaussian: the forward geometry again (~210), conic and covariance
 /// backward ~150, scale/rotation ~120, Jacobian and mean ~40, SH backward of degree 3 ~250.
@@ -33,9 +35,30 @@ pub fn project_backward<F: Real>(
     reset_grads(out, gaussians);
     let cam = CameraParams::<F>::new(camera);
     let coeffs = active_coeffs(settings.sh_degree, gaussians.sh_degree);
-    let rest_len = gaussians.sh_rest_len();
+    project_backward_range(
+        gaussians,
+        &cam,
+        coeffs,
+        projected,
+        grads,
+        GaussianGradSlices::new(out),
+    );
+}
+
+/// [`project_backward`] for the Gaussians `out.start .. out.start + out.len()`, into `out` (zeroed by the
+/// caller), so that threads can take disjoint ranges.
+pub fn project_backward_range<F: Real>(
+    gaussians: &Gaussians<F>,
+    cam: &CameraParams<F>,
+    coeffs: usize,
+    projected: &Projected<F>,
+    grads: &ProjectedGrads<F>,
+    out: GaussianGradSlices<'_, F>,
+) {
+    let rest_len = out.rest_len;
     let two = F::c(2.0);
-    for i in 0..gaussians.len() {
+    for j in 0..out.len() {
+        let i = out.start + j;
         if projected.radii[i] == 0 {
             continue;
         }
@@ -43,7 +66,7 @@ pub fn project_backward<F: Real>(
             gaussians.means[i],
             gaussians.log_scales[i],
             gaussians.rotations[i],
-            &cam,
+            cam,
         )
         .expect("a visible Gaussian has a geometry");
 
@@ -65,11 +88,11 @@ pub fn project_backward<F: Real>(
         for r in 0..3 {
             for c in 0..3 {
                 g_rot[r][c] = g_m[r][c] * geo.scales[c];
-                out.log_scales[i][c] += g_m[r][c] * geo.rot[r][c] * geo.scales[c];
+                out.log_scales[j][c] += g_m[r][c] * geo.rot[r][c] * geo.scales[c];
             }
         }
         let g_quat_n = quat_to_mat_backward(geo.quat, &g_rot);
-        out.rotations[i] = normalize_backward(geo.quat, geo.quat_norm, g_quat_n);
+        out.rotations[j] = normalize_backward(geo.quat, geo.quat_norm, g_quat_n);
 
         // T = J R -> J -> camera-space mean.
         let g_j = matmul(&g_t, &transpose(&cam.rotation));
@@ -99,7 +122,7 @@ pub fn project_backward<F: Real>(
 
         // Opacity.
         let o = projected.opacities[i];
-        out.opacity_logits[i] = grads.grad_opacities[i] * o * (F::one() - o);
+        out.opacity_logits[j] = grads.grad_opacities[i] * o * (F::one() - o);
 
         // Colour.
         let g_dir_mean = color_backward(
@@ -110,12 +133,12 @@ pub fn project_backward<F: Real>(
             cam.center,
             grads.grad_colors[i],
             projected.color_clamped[i],
-            &mut out.sh_dc[i],
-            &mut out.sh_rest[i * rest_len..(i + 1) * rest_len],
+            &mut out.sh_dc[j],
+            &mut out.sh_rest[j * rest_len..(j + 1) * rest_len],
         );
         for k in 0..3 {
             g_mean[k] += g_dir_mean[k];
         }
-        out.means[i] = g_mean;
+        out.means[j] = g_mean;
     }
 }

@@ -90,6 +90,21 @@ impl<F: Real> Projected<F> {
         self.radii.iter().filter(|&&r| r > 0).count()
     }
 
+    /// All arrays as one splittable range.
+    pub fn slices_mut(&mut self) -> ProjectedSlices<'_, F> {
+        ProjectedSlices {
+            start: 0,
+            means2d: &mut self.means2d,
+            conics: &mut self.conics,
+            depths: &mut self.depths,
+            radii: &mut self.radii,
+            tile_rects: &mut self.tile_rects,
+            opacities: &mut self.opacities,
+            colors: &mut self.colors,
+            color_clamped: &mut self.color_clamped,
+        }
+    }
+
     /// Resizes every array to `n`, keeping capacity.
     pub fn resize(&mut self, n: usize) {
         self.means2d.resize(n, [F::zero(); 2]);
@@ -100,6 +115,66 @@ impl<F: Real> Projected<F> {
         self.opacities.resize(n, F::zero());
         self.colors.resize(n, [F::zero(); 3]);
         self.color_clamped.resize(n, [false; 3]);
+    }
+}
+
+/// A range `start..start + len` of a [`Projected`]'s arrays, borrowed mutably; `split_at` hands disjoint
+/// ranges to threads.
+pub struct ProjectedSlices<'a, F> {
+    pub start: usize,
+    pub means2d: &'a mut [[F; 2]],
+    pub conics: &'a mut [[F; 3]],
+    pub depths: &'a mut [F],
+    pub radii: &'a mut [u32],
+    pub tile_rects: &'a mut [TileRect],
+    pub opacities: &'a mut [F],
+    pub colors: &'a mut [[F; 3]],
+    pub color_clamped: &'a mut [[bool; 3]],
+}
+
+impl<'a, F> ProjectedSlices<'a, F> {
+    pub fn len(&self) -> usize {
+        self.radii.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.radii.is_empty()
+    }
+
+    /// `[start, start + mid)` and the rest.
+    pub fn split_at(self, mid: usize) -> (Self, Self) {
+        let (m0, m1) = self.means2d.split_at_mut(mid);
+        let (c0, c1) = self.conics.split_at_mut(mid);
+        let (d0, d1) = self.depths.split_at_mut(mid);
+        let (r0, r1) = self.radii.split_at_mut(mid);
+        let (t0, t1) = self.tile_rects.split_at_mut(mid);
+        let (o0, o1) = self.opacities.split_at_mut(mid);
+        let (k0, k1) = self.colors.split_at_mut(mid);
+        let (q0, q1) = self.color_clamped.split_at_mut(mid);
+        (
+            ProjectedSlices {
+                start: self.start,
+                means2d: m0,
+                conics: c0,
+                depths: d0,
+                radii: r0,
+                tile_rects: t0,
+                opacities: o0,
+                colors: k0,
+                color_clamped: q0,
+            },
+            ProjectedSlices {
+                start: self.start + mid,
+                means2d: m1,
+                conics: c1,
+                depths: d1,
+                radii: r1,
+                tile_rects: t1,
+                opacities: o1,
+                colors: k1,
+                color_clamped: q1,
+            },
+        )
     }
 }
 
@@ -179,6 +254,80 @@ impl<F: Real> ProjectedGrads<F> {
 pub type GaussianGrads<F = f32> = Gaussians<F>;
 
 /// Resizes a gradient container to the shape of `like` and zeroes it.
+/// A range `start..start + len` of a [`GaussianGrads`]' arrays, borrowed mutably; `split_at` hands
+/// disjoint ranges to threads.
+pub struct GaussianGradSlices<'a, F> {
+    pub start: usize,
+    /// SH rest values per Gaussian.
+    pub rest_len: usize,
+    pub means: &'a mut [[F; 3]],
+    pub log_scales: &'a mut [[F; 3]],
+    pub rotations: &'a mut [[F; 4]],
+    pub opacity_logits: &'a mut [F],
+    pub sh_dc: &'a mut [[F; 3]],
+    pub sh_rest: &'a mut [F],
+}
+
+impl<'a, F> GaussianGradSlices<'a, F> {
+    /// All of `grads` as one range.
+    pub fn new(grads: &'a mut GaussianGrads<F>) -> Self
+    where
+        F: Real,
+    {
+        let rest_len = grads.sh_rest_len();
+        GaussianGradSlices {
+            start: 0,
+            rest_len,
+            means: &mut grads.means,
+            log_scales: &mut grads.log_scales,
+            rotations: &mut grads.rotations,
+            opacity_logits: &mut grads.opacity_logits,
+            sh_dc: &mut grads.sh_dc,
+            sh_rest: &mut grads.sh_rest,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.means.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.means.is_empty()
+    }
+
+    /// `[start, start + mid)` and the rest.
+    pub fn split_at(self, mid: usize) -> (Self, Self) {
+        let (m0, m1) = self.means.split_at_mut(mid);
+        let (s0, s1) = self.log_scales.split_at_mut(mid);
+        let (r0, r1) = self.rotations.split_at_mut(mid);
+        let (o0, o1) = self.opacity_logits.split_at_mut(mid);
+        let (d0, d1) = self.sh_dc.split_at_mut(mid);
+        let (h0, h1) = self.sh_rest.split_at_mut(mid * self.rest_len);
+        (
+            GaussianGradSlices {
+                start: self.start,
+                rest_len: self.rest_len,
+                means: m0,
+                log_scales: s0,
+                rotations: r0,
+                opacity_logits: o0,
+                sh_dc: d0,
+                sh_rest: h0,
+            },
+            GaussianGradSlices {
+                start: self.start + mid,
+                rest_len: self.rest_len,
+                means: m1,
+                log_scales: s1,
+                rotations: r1,
+                opacity_logits: o1,
+                sh_dc: d1,
+                sh_rest: h1,
+            },
+        )
+    }
+}
+
 pub fn reset_grads<F: Real, G: Real>(grads: &mut GaussianGrads<F>, like: &Gaussians<G>) {
     let n = like.len();
     grads.sh_degree = like.sh_degree;

@@ -17,7 +17,12 @@ pub mod simd;
 use splat_core::{Camera, Gaussians, TileGrid};
 
 use crate::backend::Backend;
-use crate::types::{Bins, GaussianGrads, Projected, ProjectedGrads, RasterOutput, RenderSettings};
+use crate::project::CameraParams;
+use crate::sh::active_coeffs;
+use crate::types::{
+    reset_grads, Bins, GaussianGradSlices, GaussianGrads, Projected, ProjectedGrads,
+    ProjectedSlices, RasterOutput, RenderSettings,
+};
 use crate::{project, project_bwd};
 pub use simd::SimdLevel;
 
@@ -64,7 +69,14 @@ impl Backend for CpuBackend {
         settings: &RenderSettings,
         out: &mut Projected<f32>,
     ) {
-        project::project(gaussians, camera, settings, out);
+        out.resize(gaussians.len());
+        let ctx = project::ProjectContext::new(gaussians, camera, settings);
+        split_range(
+            out.slices_mut(),
+            &|s: &ProjectedSlices<'_, f32>| s.len(),
+            &|s, mid| s.split_at(mid),
+            &|s| project::project_range(gaussians, &ctx, s),
+        );
     }
 
     fn bin(&mut self, projected: &Projected<f32>, grid: &TileGrid, out: &mut Bins) {
@@ -123,6 +135,37 @@ impl Backend for CpuBackend {
         grads: &ProjectedGrads<f32>,
         out: &mut GaussianGrads<f32>,
     ) {
-        project_bwd::project_backward(gaussians, camera, settings, projected, grads, out);
+        reset_grads(out, gaussians);
+        let cam = CameraParams::<f32>::new(camera);
+        let coeffs = active_coeffs(settings.sh_degree, gaussians.sh_degree);
+        split_range(
+            GaussianGradSlices::new(out),
+            &|s: &GaussianGradSlices<'_, f32>| s.len(),
+            &|s, mid| s.split_at(mid),
+            &|s| project_bwd::project_backward_range(gaussians, &cam, coeffs, projected, grads, s),
+        );
     }
+}
+
+/// Gaussians per task of the per-Gaussian stages.
+const GAUSSIANS_PER_TASK: usize = 2048;
+
+/// Runs `work` on disjoint ranges of `s` in parallel (recursive halving with `rayon::join`: no
+/// allocation, and each Gaussian's result does not depend on the split).
+fn split_range<S: Send>(
+    s: S,
+    len: &(dyn Fn(&S) -> usize + Sync),
+    split: &(dyn Fn(S, usize) -> (S, S) + Sync),
+    work: &(dyn Fn(S) + Sync),
+) {
+    let n = len(&s);
+    if n <= GAUSSIANS_PER_TASK {
+        work(s);
+        return;
+    }
+    let (a, b) = split(s, n / 2);
+    rayon::join(
+        || split_range(a, len, split, work),
+        || split_range(b, len, split, work),
+    );
 }
