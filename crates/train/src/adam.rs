@@ -3,6 +3,8 @@
 //! `m = b1 m + (1 - b1) g`, `v = b2 v + (1 - b2) g^2`,
 //! `p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)`, with `t` the group's step count.
 
+use rayon::prelude::*;
+
 pub const BETA1: f64 = 0.9;
 pub const BETA2: f64 = 0.999;
 pub const EPS: f64 = 1e-15;
@@ -48,14 +50,23 @@ impl AdamState {
         let step_size = (lr / bias1) as f32;
         let inv_sqrt_bias2 = (1.0 / bias2.sqrt()) as f32;
         let (b1, b2, eps) = (beta1 as f32, beta2 as f32, EPS as f32);
-        for i in 0..params.len() {
-            let g = grads[i];
-            let m = b1 * self.m[i] + (1.0 - b1) * g;
-            let v = b2 * self.v[i] + (1.0 - b2) * g * g;
-            self.m[i] = m;
-            self.v[i] = v;
-            params[i] -= step_size * m / (v.sqrt() * inv_sqrt_bias2 + eps);
-        }
+        // Element-wise, so the split across threads cannot change a result.
+        const CHUNK: usize = 16_384;
+        params
+            .par_chunks_mut(CHUNK)
+            .zip(grads.par_chunks(CHUNK))
+            .zip(self.m.par_chunks_mut(CHUNK))
+            .zip(self.v.par_chunks_mut(CHUNK))
+            .for_each(|(((p, g), ms), vs)| {
+                for i in 0..p.len() {
+                    let g = g[i];
+                    let m = b1 * ms[i] + (1.0 - b1) * g;
+                    let v = b2 * vs[i] + (1.0 - b2) * g * g;
+                    ms[i] = m;
+                    vs[i] = v;
+                    p[i] -= step_size * m / (v.sqrt() * inv_sqrt_bias2 + eps);
+                }
+            });
     }
 }
 
