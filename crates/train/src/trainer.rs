@@ -345,7 +345,7 @@ impl<'a> Trainer<'a> {
             }
             if !single {
                 if local_views == 0 {
-                    self.batch_grads.clone_from(&self.buffers.grads);
+                    copy_grads(&mut self.batch_grads, &self.buffers.grads);
                 } else {
                     add_grads(&mut self.batch_grads, &self.buffers.grads);
                 }
@@ -357,7 +357,7 @@ impl<'a> Trainer<'a> {
             let t = Instant::now();
             if local_views == 0 {
                 // More ranks than views: this rank contributes zeros.
-                self.batch_grads.clone_from(&self.buffers.grads);
+                copy_grads(&mut self.batch_grads, &self.buffers.grads);
                 zero_grads(&mut self.batch_grads, n, self.state.gaussians.sh_degree);
             }
             for gi in 0..GROUPS.len() {
@@ -472,6 +472,18 @@ impl<'a> Trainer<'a> {
         stats.num_gaussians = self.state.len();
         Ok(stats)
     }
+}
+
+/// `dst = src`, field by field so the buffers' capacity is reused (a derived `clone_from` would
+/// allocate a whole new value).
+fn copy_grads(dst: &mut Gaussians<f32>, src: &Gaussians<f32>) {
+    dst.sh_degree = src.sh_degree;
+    dst.means.clone_from(&src.means);
+    dst.log_scales.clone_from(&src.log_scales);
+    dst.rotations.clone_from(&src.rotations);
+    dst.opacity_logits.clone_from(&src.opacity_logits);
+    dst.sh_dc.clone_from(&src.sh_dc);
+    dst.sh_rest.clone_from(&src.sh_rest);
 }
 
 /// `dst += src`, group by group (same sizes).

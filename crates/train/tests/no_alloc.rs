@@ -1,5 +1,6 @@
 //! The steady-state training step allocates nothing: a counting global allocator watches 30 steps after a
-//! warm-up (densification off, as between densifications), on every SIMD level of this machine.
+//! warm-up (no densification, as between densifications), on every SIMD level of this machine, and
+//! with a batch of two views and the densification statistics on.
 // A global allocator is an unsafe trait; this one only counts and forwards to the system allocator.
 #![allow(unsafe_code)]
 
@@ -50,11 +51,19 @@ fn steady_state_steps_do_not_allocate() {
     };
     write_demo_dataset(tmp.path(), &opts).unwrap();
     let ds = dataset::load(tmp.path(), &LoadOptions::default()).unwrap();
-    for level in SimdLevel::available() {
+    // Every SIMD level one view per step; then a batch of 2 with densification statistics on (the
+    // batch sums and the statistics buffers) but no densification.
+    let cases = SimdLevel::available()
+        .into_iter()
+        .map(|l| (l, 1, 0))
+        .chain([(SimdLevel::detect(), 2, 50_000)]);
+    for (level, batch, densify_until) in cases {
         let cfg = TrainConfig {
             iterations: 1000,
             sh_degree_interval: 0,
-            densify_until: 0,
+            densify_from: 40_000,
+            densify_until,
+            batch,
             ..TrainConfig::default()
         };
         let mut t = Trainer::new(
@@ -80,6 +89,9 @@ fn steady_state_steps_do_not_allocate() {
             COUNTING.store(false, Ordering::SeqCst);
         });
         let n = ALLOCATIONS.load(Ordering::SeqCst);
-        assert_eq!(n, 0, "{level:?}: {n} allocations in 30 steady-state steps");
+        assert_eq!(
+            n, 0,
+            "{level:?}, batch {batch}: {n} allocations in 30 steady-state steps"
+        );
     }
 }
