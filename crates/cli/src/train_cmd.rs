@@ -500,7 +500,7 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
                     psnr: s.psnr,
                     num_gaussians: s.num_gaussians,
                 };
-                // A copy of the scene at most once a second, and only while a page is open.
+                // A copy of the scene at most every LIVE_VIEW_INTERVAL, and only while a page is open.
                 let due = last_publish.is_none_or(|t| t.elapsed() >= LIVE_VIEW_INTERVAL);
                 if scene.clients() > 0 && (due || s.step == steps) {
                     scene.publish(state.gaussians.clone(), state.active_sh_degree, status);
@@ -555,8 +555,9 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
     Ok(())
 }
 
-/// How often `--view` copies the training scene for the page.
-const LIVE_VIEW_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+/// How often `--view` copies the training scene for the page (each copy costs a render and an encode
+/// per open page, taken from training: 2 s keeps the slowdown near 5% on 2 cores, see BENCHMARKS.md).
+const LIVE_VIEW_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
 
 #[derive(Args)]
 pub struct EvalArgs {

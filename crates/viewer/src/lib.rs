@@ -242,16 +242,25 @@ pub fn render_frame(
     settings.background = background;
     splat_render::render(backend, gaussians, cam, &settings, buffers);
     let img = &buffers.raster.image;
+    let rgb = splat_io::images::to_rgb8(cam.width, cam.height, img).expect("valid frame size");
+    let mut out = Vec::new();
     if png {
-        splat_io::images::png_bytes(cam.width, cam.height, img).expect("valid frame size")
+        // Fast compression: a frame is sent once, and encoding time is latency (and, during
+        // training, time taken from training).
+        use image::ImageEncoder;
+        image::codecs::png::PngEncoder::new_with_quality(
+            &mut out,
+            image::codecs::png::CompressionType::Fast,
+            image::codecs::png::FilterType::Sub,
+        )
+        .write_image(&rgb, cam.width, cam.height, image::ExtendedColorType::Rgb8)
+        .expect("PNG encoding to memory");
     } else {
-        let rgb = splat_io::images::to_rgb8(cam.width, cam.height, img).expect("valid frame size");
-        let mut out = Vec::new();
         image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 80)
             .encode(&rgb, cam.width, cam.height, image::ExtendedColorType::Rgb8)
             .expect("JPEG encoding to memory");
-        out
     }
+    out
 }
 
 /// The router: the page, the WebSocket, ground-truth photos; everything else is a 404.
