@@ -328,8 +328,17 @@ figcaption { font-size: 12px; color: #555; }
         "<tr id=\"mean\"><th>mean</th><th data-value=\"{}\">{:.2}</th><th data-value=\"{}\">{:.4}</th></tr>\n</tbody></table>\n",
         metrics.psnr, metrics.psnr, metrics.ssim, metrics.ssim
     );
+    let shown = if views.len() < metrics.views.len() {
+        format!(
+            " {} of the {} views, evenly spaced.",
+            views.len(),
+            metrics.views.len()
+        )
+    } else {
+        String::new()
+    };
     html += &format!(
-        "<h2>Views</h2>\n<p>Ground truth, render, and the mean absolute error over RGB (black 0, pale yellow {HEAT_MAX_ERROR} or more).</p>\n"
+        "<h2>Views</h2>\n<p>Ground truth, render, and the mean absolute error over RGB (black 0, pale yellow {HEAT_MAX_ERROR} or more).{shown}</p>\n"
     );
     for v in views {
         html += &format!("<div class=\"view\"><h3>{}</h3>\n", escape(&v.name));

@@ -75,6 +75,8 @@ pub const CHECKPOINT_INFO_FILE: &str = "checkpoints/latest.json";
 /// The training history up to the checkpoint (for the report of a resumed run).
 pub const HISTORY_FILE: &str = "checkpoints/history.json";
 pub const REPORT_FILE: &str = "report.html";
+/// Training views shown in the report of a run without a test split.
+pub const REPORT_TRAIN_VIEWS: usize = 24;
 
 type Job = Box<dyn FnOnce() -> Result<(), String> + Send>;
 
@@ -457,6 +459,14 @@ pub fn train_run_parallel(
     }
     let mut backend = make_backend();
     let mut report_views = Vec::new();
+    // Every test view goes into the report; without a test split, at most REPORT_TRAIN_VIEWS evenly
+    // spaced training views (the page would otherwise grow with the dataset).
+    let report_every = if split == "test" {
+        1
+    } else {
+        views.len().div_ceil(REPORT_TRAIN_VIEWS).max(1)
+    };
+    let mut evaluated = 0usize;
     let view_metrics = evaluate(
         backend.as_mut(),
         &gaussians,
@@ -464,7 +474,10 @@ pub fn train_run_parallel(
         ds.background,
         trainer.state.active_sh_degree,
         |view, img| {
-            report_views.push(ReportView::new(&view.name, &view.image, img));
+            if evaluated.is_multiple_of(report_every) {
+                report_views.push(ReportView::new(&view.name, &view.image, img));
+            }
+            evaluated += 1;
             if split == "test" {
                 let path = renders.join(view.render_file_name());
                 let (w, h, img) = (view.camera.width, view.camera.height, img.to_vec());

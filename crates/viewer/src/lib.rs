@@ -352,7 +352,6 @@ fn scene_frame(g: &Gaussians<f32>) -> ([f64; 3], f64) {
 }
 
 struct Done {
-    id: u64,
     bytes: Vec<u8>,
     header: FrameHeader,
     backend: CpuBackend,
@@ -438,7 +437,6 @@ async fn session(mut socket: WebSocket, app: AppState) {
                                 !moving,
                             );
                             Done {
-                                id: req.id(),
                                 bytes,
                                 header: FrameHeader {
                                     id: req.id(),
@@ -484,7 +482,6 @@ async fn session(mut socket: WebSocket, app: AppState) {
                 msg.extend(header);
                 msg.extend(done.bytes);
                 tools = Some((done.backend, done.buffers));
-                let _ = done.id;
                 if socket.send(Message::Binary(msg.into())).await.is_err() {
                     return;
                 }
