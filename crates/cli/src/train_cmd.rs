@@ -51,8 +51,8 @@ pub struct DataArgs {
     /// Background "r,g,b" for RGBA images and the renderer (default white for NeRF-synthetic, else black).
     #[arg(long, value_parser = crate::render_cmd::parse_vec3)]
     pub background: Option<[f64; 3]>,
-    /// Train without images that are missing or cannot be decoded (with a warning) instead of
-    /// stopping with an error.
+    /// Leave out images that are missing or cannot be decoded (with a warning) instead of stopping
+    /// with an error.
     #[arg(long)]
     pub skip_bad_images: bool,
 }
