@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use splat_core::camera::LookAtError;
 use splat_core::synthetic::{self, builtin_camera};
 use splat_core::{Camera, Gaussians};
 use splat_render::{Buffers, RenderSettings};
@@ -96,7 +97,6 @@ fn camera_for(args: &RenderArgs, g: &Gaussians, builtin: bool) -> Result<Camera>
     }
     let target = match args.look_at {
         Some(t) => t,
-        None if g.is_empty() => [0.0; 3],
         None => g.median_mean(),
     };
     let up = args.up.unwrap_or(if builtin {
@@ -107,35 +107,14 @@ fn camera_for(args: &RenderArgs, g: &Gaussians, builtin: bool) -> Result<Camera>
     let eye = match args.look_from {
         Some(e) => e,
         None => {
-            let r = if g.is_empty() {
-                1.0
-            } else {
-                g.distance_quantile(target, 0.5)
-            };
+            let r = g.distance_quantile(target, 0.5);
             [target[0], target[1], target[2] - 3.0 * r]
         }
     };
-    let dir: Vec<f64> = (0..3).map(|k| target[k] - eye[k]).collect();
-    let len = dir.iter().map(|v| v * v).sum::<f64>().sqrt();
-    if len < 1e-9 {
-        bail!("--look-from and --look-at are the same point");
-    }
-    let cross = [
-        dir[1] * up[2] - dir[2] * up[1],
-        dir[2] * up[0] - dir[0] * up[2],
-        dir[0] * up[1] - dir[1] * up[0],
-    ];
-    if cross.iter().map(|v| v * v).sum::<f64>().sqrt() < 1e-9 * len {
-        bail!("--up is parallel to the viewing direction");
-    }
-    Ok(Camera::look_at(
-        eye,
-        target,
-        up,
-        args.fov,
-        args.width,
-        args.height,
-    ))
+    Camera::try_look_at(eye, target, up, args.fov, args.width, args.height).map_err(|e| match e {
+        LookAtError::SamePoint => anyhow::anyhow!("--look-from and --look-at are the same point"),
+        LookAtError::UpAlongView => anyhow::anyhow!("--up is parallel to the viewing direction"),
+    })
 }
 
 pub fn render(args: RenderArgs) -> Result<()> {

@@ -53,6 +53,35 @@ impl Camera {
         }
     }
 
+    /// [`Camera::look_at`] after checking the view is defined: `eye` and `target` distinct, `up` not
+    /// along the viewing direction.
+    pub fn try_look_at(
+        eye: Vec3<f64>,
+        target: Vec3<f64>,
+        up: Vec3<f64>,
+        fov_x_degrees: f64,
+        width: u32,
+        height: u32,
+    ) -> Result<Camera, LookAtError> {
+        let d = [target[0] - eye[0], target[1] - eye[1], target[2] - eye[2]];
+        let len = dot3(d, d).sqrt();
+        if !(len >= 1e-9) {
+            return Err(LookAtError::SamePoint);
+        }
+        let c = cross(d, up);
+        if !(dot3(c, c).sqrt() >= 1e-9 * len) {
+            return Err(LookAtError::UpAlongView);
+        }
+        Ok(Camera::look_at(
+            eye,
+            target,
+            up,
+            fov_x_degrees,
+            width,
+            height,
+        ))
+    }
+
     /// The camera centre in world space, `-R^T t`.
     pub fn center(&self) -> Vec3<f64> {
         let c = mat3_t_vec(&self.rotation, self.translation);
@@ -116,4 +145,13 @@ mod tests {
         let y = q[1] + cam.translation[1];
         assert!(y < 0.0);
     }
+}
+
+/// Why [`Camera::try_look_at`] has no camera.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LookAtError {
+    /// `eye` and `target` coincide (or are not finite).
+    SamePoint,
+    /// `up` is parallel to the viewing direction (or not finite).
+    UpAlongView,
 }

@@ -199,11 +199,6 @@ impl<'a> Trainer<'a> {
         self
     }
 
-    /// This process's rank and the number of ranks.
-    pub fn rank_and_size(&self) -> (usize, usize) {
-        (self.collective.rank(), self.collective.size())
-    }
-
     /// The parameter checksums of every rank, in rank order (all equal unless replicas drifted).
     pub fn replica_checksums(&mut self, out: &mut Vec<u64>) {
         let c = crate::parallel::state_checksum(&self.state);
@@ -358,7 +353,7 @@ impl<'a> Trainer<'a> {
             if local_views == 0 {
                 // More ranks than views: this rank contributes zeros.
                 copy_grads(&mut self.batch_grads, &self.buffers.grads);
-                zero_grads(&mut self.batch_grads, n, self.state.gaussians.sh_degree);
+                zero_grads(&mut self.batch_grads);
             }
             for gi in 0..GROUPS.len() {
                 self.collective
@@ -507,8 +502,7 @@ fn add_grads(dst: &mut Gaussians<f32>, src: &Gaussians<f32>) {
     add(&mut dst.sh_rest, &src.sh_rest);
 }
 
-fn zero_grads(g: &mut Gaussians<f32>, n: usize, _sh_degree: usize) {
-    debug_assert_eq!(g.len(), n);
+fn zero_grads(g: &mut Gaussians<f32>) {
     g.means.fill([0.0; 3]);
     g.log_scales.fill([0.0; 3]);
     g.rotations.fill([0.0; 4]);

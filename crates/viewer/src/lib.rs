@@ -182,18 +182,8 @@ impl CameraRequest {
                 if !(fov_x > 1.0 && fov_x < 170.0) {
                     return Err(format!("field of view {fov_x} outside (1, 170)"));
                 }
-                let d = [target[0] - eye[0], target[1] - eye[1], target[2] - eye[2]];
-                let len = d.iter().map(|v| v * v).sum::<f64>().sqrt();
-                let c = [
-                    d[1] * up[2] - d[2] * up[1],
-                    d[2] * up[0] - d[0] * up[2],
-                    d[0] * up[1] - d[1] * up[0],
-                ];
-                let clen = c.iter().map(|v| v * v).sum::<f64>().sqrt();
-                if len < 1e-9 || clen < 1e-9 * len {
-                    return Err("degenerate camera (eye = target or up along the view)".into());
-                }
-                Ok(Camera::look_at(eye, target, up, fov_x, width, height))
+                Camera::try_look_at(eye, target, up, fov_x, width, height)
+                    .map_err(|e| format!("degenerate camera: {e:?}"))
             }
             CameraRequest::Dataset {
                 index, max_width, ..
