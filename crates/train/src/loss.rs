@@ -13,6 +13,7 @@
 
 use rayon::prelude::*;
 use splat_core::Real;
+use splat_render::cpu::SimdLevel;
 
 pub const SSIM_WINDOW: usize = 11;
 pub const SSIM_SIGMA: f64 = 1.5;
@@ -35,99 +36,343 @@ pub fn gaussian_taps<F: Real>() -> [F; SSIM_WINDOW] {
     std::array::from_fn(|i| F::c(w[i] / s))
 }
 
-/// Reusable planar buffers for SSIM on images of one size.
+/// Output rows per band: the unit of parallel work and of cache reuse (each band blurs its rows plus a
+/// halo of 5 above and below, so taller bands waste less on halos; 32 keeps a band's buffers in L2).
+const BAND_ROWS: usize = 32;
+/// Rows (and columns) the 11-tap window reaches on each side.
+const HALO: usize = SSIM_WINDOW / 2;
+/// Lanes of the inner loops: fixed-size arrays the compiler keeps in vector registers.
+const LANES: usize = 16;
+/// Rows of a band buffer: the band and its halos.
+const BUF_ROWS: usize = BAND_ROWS + 2 * HALO;
+/// Coefficient planes per channel: `g_mu`, `g_xx`, `g_xy`.
+const COEFFS: usize = 3;
+
+/// Reusable buffers for SSIM on images of one size: nothing is allocated once they have grown.
 #[derive(Clone, Debug, Default)]
 pub struct SsimScratch<F> {
     w: usize,
     h: usize,
-    planes: Vec<Vec<F>>,
-    tmp: Vec<F>,
-    out: Vec<F>,
-    /// Per-row sums of the SSIM map, added in row order (thread-count independent).
+    /// Row length of the band buffers: `w` rounded up to whole vectors.
+    stride: usize,
+    /// Per image row, the 3 x 3 coefficient rows (`channel * 3 + k`, `w` values each).
+    coeffs: Vec<F>,
+    bands: Vec<BandBuf<F>>,
+    /// Per-row sums of the SSIM map over the channels, added in row order (thread-count independent).
     row_totals: Vec<f64>,
+    /// Per-row sums of `|render - target|`.
+    l1_rows: Vec<f64>,
+    level: Option<SimdLevel>,
 }
 
-const X: usize = 0;
-const Y: usize = 1;
-const MX: usize = 2;
-const MY: usize = 3;
-const EXX: usize = 4;
-const EYY: usize = 5;
-const EXY: usize = 6;
-const G_MU: usize = 7;
-const G_XX: usize = 8;
-const G_XY: usize = 9;
-const NUM_PLANES: usize = 10;
+/// One band's buffers: horizontally blurred rows (5 quantities x `BUF_ROWS` x `stride`) and zero-padded
+/// source rows (5 x (`stride` + 2 `HALO`)).
+#[derive(Clone, Debug, Default)]
+struct BandBuf<F> {
+    rows: Vec<F>,
+    padded: Vec<F>,
+}
 
 impl<F: Real> SsimScratch<F> {
     fn ensure(&mut self, w: usize, h: usize) {
-        self.w = w;
-        self.h = h;
-        self.planes.resize(NUM_PLANES, Vec::new());
-        for p in &mut self.planes {
-            p.resize(w * h, F::zero());
+        let stride = w.div_ceil(LANES) * LANES;
+        let bands = h.div_ceil(BAND_ROWS);
+        if (self.w, self.h) != (w, h) || self.bands.len() != bands {
+            // New size: fresh buffers (the zero pads of `padded` are never written afterwards).
+            self.w = w;
+            self.h = h;
+            self.stride = stride;
+            self.coeffs = vec![F::zero(); h * 3 * COEFFS * w];
+            self.bands = (0..bands)
+                .map(|_| BandBuf {
+                    rows: vec![F::zero(); 5 * BUF_ROWS * stride],
+                    padded: vec![F::zero(); 5 * (stride + 2 * HALO)],
+                })
+                .collect();
+            self.row_totals = vec![0.0; h];
+            self.l1_rows = vec![0.0; h];
         }
-        self.tmp.resize(w * h, F::zero());
-        self.out.resize(w * h, F::zero());
-        self.row_totals.resize(h, 0.0);
+        if self.level.is_none() {
+            self.level = Some(SimdLevel::from_env().unwrap_or_else(SimdLevel::detect));
+        }
     }
 }
 
-/// Rows per parallel task: enough work per task to amortize the scheduling.
-fn rows_per_task(w: usize) -> usize {
-    (16_384 / w.max(1)).max(1)
+/// 11-tap horizontal blur of a zero-padded row (`padded[HALO + x]` is column `x`) into `out`, a whole
+/// number of vectors long. Sums run over the taps in order, as a plain convolution would.
+#[inline(always)]
+fn blur_row<F: Real>(padded: &[F], out: &mut [F], taps: &[F; SSIM_WINDOW]) {
+    for (c, o) in out.chunks_exact_mut(LANES).enumerate() {
+        let x0 = c * LANES;
+        let mut acc = [F::zero(); LANES];
+        for (k, &t) in taps.iter().enumerate() {
+            let s: &[F; LANES] = padded[x0 + k..x0 + k + LANES]
+                .try_into()
+                .expect("padded row");
+            for l in 0..LANES {
+                acc[l] += t * s[l];
+            }
+        }
+        o.copy_from_slice(&acc);
+    }
 }
 
-/// Separable Gaussian filter of plane `src` into plane `dst` (zero padding), rows in parallel. Each
-/// output value is the same sum in the same order whatever the number of threads.
-fn blur<F: Real>(
-    src: &[F],
-    dst: &mut [F],
-    tmp: &mut [F],
+/// What every band reads.
+struct Frame<'a, F> {
+    a: &'a [F],
+    b: &'a [F],
     w: usize,
     h: usize,
-    taps: &[F; SSIM_WINDOW],
+    stride: usize,
+    taps: [F; SSIM_WINDOW],
+}
+
+/// Fills band rows `0 .. rows + 2 HALO` of `buf.rows` for quantities `0..n`: the horizontal blur of image
+/// rows `y0 - HALO ..` (zero outside the image), each row's sources written into the padded rows by
+/// `fill(y, padded)`.
+#[inline(always)]
+fn blur_band_rows<F: Real>(
+    fr: &Frame<F>,
+    y0: usize,
+    rows: usize,
+    n: usize,
+    buf: &mut BandBuf<F>,
+    mut fill: impl FnMut(usize, &mut [F]),
 ) {
-    let r = SSIM_WINDOW / 2;
-    let chunk = rows_per_task(w) * w;
-    // Horizontal: taps outer so the inner loop runs along x; out-of-image taps contribute nothing.
-    tmp.par_chunks_mut(chunk)
-        .zip(src.par_chunks(chunk))
-        .for_each(|(outs, ins)| {
-            for (out, inp) in outs.chunks_exact_mut(w).zip(ins.chunks_exact(w)) {
-                out.fill(F::zero());
-                for (k, &t) in taps.iter().enumerate() {
-                    // Source column x + k - r must lie in [0, w).
-                    let x0 = r.saturating_sub(k);
-                    let x1 = (w + r).saturating_sub(k).min(w);
-                    if x0 >= x1 {
-                        continue;
-                    }
-                    let s0 = x0 + k - r;
-                    for (o, &v) in out[x0..x1].iter_mut().zip(&inp[s0..s0 + (x1 - x0)]) {
-                        *o += t * v;
+    let (stride, pw) = (fr.stride, fr.stride + 2 * HALO);
+    for r in 0..rows + 2 * HALO {
+        let y = (y0 + r).wrapping_sub(HALO);
+        if y >= fr.h {
+            for q in 0..n {
+                buf.rows[(q * BUF_ROWS + r) * stride..][..stride].fill(F::zero());
+            }
+            continue;
+        }
+        fill(y, &mut buf.padded[..n * pw]);
+        for q in 0..n {
+            blur_row(
+                &buf.padded[q * pw..(q + 1) * pw],
+                &mut buf.rows[(q * BUF_ROWS + r) * stride..][..stride],
+                &fr.taps,
+            );
+        }
+    }
+}
+
+/// Vertical 11-tap blur of `N` quantities at output row `j` of the band, columns `x0 .. x0 + LANES`.
+#[inline(always)]
+fn blur_column<F: Real, const N: usize>(
+    rows: &[F],
+    stride: usize,
+    j: usize,
+    x0: usize,
+    taps: &[F; SSIM_WINDOW],
+) -> [[F; LANES]; N] {
+    let mut m = [[F::zero(); LANES]; N];
+    for (k, &t) in taps.iter().enumerate() {
+        for (q, mq) in m.iter_mut().enumerate() {
+            let s: &[F; LANES] = rows[(q * BUF_ROWS + j + k) * stride + x0..][..LANES]
+                .try_into()
+                .expect("band row");
+            for l in 0..LANES {
+                mq[l] += t * s[l];
+            }
+        }
+    }
+    m
+}
+
+/// Forward of one band (image rows `y0 .. y0 + totals.len()`): the SSIM map's row sums into `totals`
+/// and, with `want_grad`, its coefficients into `coeffs` (the band's rows).
+#[inline(always)]
+fn band_forward<F: Real>(
+    fr: &Frame<F>,
+    y0: usize,
+    buf: &mut BandBuf<F>,
+    totals: &mut [f64],
+    coeffs: &mut [F],
+    want_grad: bool,
+) {
+    let (w, stride) = (fr.w, fr.stride);
+    let rows = totals.len();
+    let (c1, c2) = (F::c(SSIM_C1), F::c(SSIM_C2));
+    let two = F::c(2.0);
+    totals.fill(0.0);
+    for ch in 0..3 {
+        blur_band_rows(fr, y0, rows, 5, buf, |y, pad| {
+            let pw = stride + 2 * HALO;
+            let (px, rest) = pad.split_at_mut(pw);
+            let (py, rest) = rest.split_at_mut(pw);
+            let (pxx, rest) = rest.split_at_mut(pw);
+            let (pyy, pxy) = rest.split_at_mut(pw);
+            for x in 0..w {
+                let i = (y * w + x) * 3 + ch;
+                let (u, v) = (fr.a[i], fr.b[i]);
+                px[HALO + x] = u;
+                py[HALO + x] = v;
+                pxx[HALO + x] = u * u;
+                pyy[HALO + x] = v * v;
+                pxy[HALO + x] = u * v;
+            }
+        });
+        for (j, total) in totals.iter_mut().enumerate() {
+            let mut lane_sums = [0.0f64; LANES];
+            for x0 in (0..w).step_by(LANES) {
+                let [mx, my, exx, eyy, exy] =
+                    blur_column::<F, 5>(&buf.rows, stride, j, x0, &fr.taps);
+                let mut map = [F::zero(); LANES];
+                let mut g = [[F::zero(); LANES]; COEFFS];
+                for l in 0..LANES {
+                    let (mx, my) = (mx[l], my[l]);
+                    let sxx = exx[l] - mx * mx;
+                    let syy = eyy[l] - my * my;
+                    let sxy = exy[l] - mx * my;
+                    let a1 = two * mx * my + c1;
+                    let a2 = two * sxy + c2;
+                    let b1 = mx * mx + my * my + c1;
+                    let b2 = sxx + syy + c2;
+                    // One division: 1/b1 = b2 inv and 1/b2 = b1 inv.
+                    let inv = F::one() / (b1 * b2);
+                    let s = a1 * a2 * inv;
+                    map[l] = s;
+                    let ds_dmx = two * my * a2 * inv - two * mx * s * (b2 * inv);
+                    let ds_dsxx = -s * (b1 * inv);
+                    let ds_dsxy = two * a1 * inv;
+                    g[0][l] = ds_dmx - two * mx * ds_dsxx - my * ds_dsxy;
+                    g[1][l] = ds_dsxx;
+                    g[2][l] = ds_dsxy;
+                }
+                let n = LANES.min(w - x0);
+                for l in 0..n {
+                    lane_sums[l] += map[l].as_f64();
+                }
+                if want_grad {
+                    for (q, gq) in g.iter().enumerate() {
+                        coeffs[(j * 3 * COEFFS + ch * COEFFS + q) * w + x0..][..n]
+                            .copy_from_slice(&gq[..n]);
                     }
                 }
             }
+            *total += lane_sums.iter().sum::<f64>();
+        }
+    }
+}
+
+/// Backward of one band: blurs the coefficients and adds `k * dSSIM/da` into the band's rows of `grad`.
+#[inline(always)]
+fn band_backward<F: Real>(
+    fr: &Frame<F>,
+    y0: usize,
+    buf: &mut BandBuf<F>,
+    coeffs: &[F],
+    k: F,
+    grad: &mut [F],
+) {
+    let (w, stride) = (fr.w, fr.stride);
+    let rows = grad.len() / (3 * w);
+    let two = F::c(2.0);
+    for ch in 0..3 {
+        blur_band_rows(fr, y0, rows, COEFFS, buf, |y, pad| {
+            let pw = stride + 2 * HALO;
+            for q in 0..COEFFS {
+                pad[q * pw + HALO..][..w]
+                    .copy_from_slice(&coeffs[(y * 3 * COEFFS + ch * COEFFS + q) * w..][..w]);
+            }
         });
-    // Vertical: whole rows at a time.
-    let tmp = &*tmp;
-    dst.par_chunks_mut(chunk).enumerate().for_each(|(c, outs)| {
-        for (j, out) in outs.chunks_exact_mut(w).enumerate() {
-            let y = c * (chunk / w) + j;
-            out.fill(F::zero());
-            for (k, &t) in taps.iter().enumerate() {
-                let sy = y as isize + k as isize - r as isize;
-                if sy < 0 || sy >= h as isize {
-                    continue;
-                }
-                let inp = &tmp[sy as usize * w..(sy as usize + 1) * w];
-                for (o, &v) in out.iter_mut().zip(inp) {
-                    *o += t * v;
+        for j in 0..rows {
+            let y = y0 + j;
+            for x0 in (0..w).step_by(LANES) {
+                let [gmu, gxx, gxy] = blur_column::<F, COEFFS>(&buf.rows, stride, j, x0, &fr.taps);
+                for l in 0..LANES.min(w - x0) {
+                    let i = (y * w + x0 + l) * 3 + ch;
+                    let d = gmu[l] + two * fr.a[i] * gxx[l] + fr.b[i] * gxy[l];
+                    grad[(j * w + x0 + l) * 3 + ch] += k * d;
                 }
             }
         }
-    });
+    }
+}
+
+macro_rules! band_kernels {
+    ($fwd:ident, $bwd:ident, $features:literal) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        #[allow(unsafe_code)]
+        unsafe fn $fwd<F: Real>(
+            fr: &Frame<F>,
+            y0: usize,
+            buf: &mut BandBuf<F>,
+            totals: &mut [f64],
+            coeffs: &mut [F],
+            want_grad: bool,
+        ) {
+            band_forward(fr, y0, buf, totals, coeffs, want_grad)
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        #[allow(unsafe_code)]
+        unsafe fn $bwd<F: Real>(
+            fr: &Frame<F>,
+            y0: usize,
+            buf: &mut BandBuf<F>,
+            coeffs: &[F],
+            k: F,
+            grad: &mut [F],
+        ) {
+            band_backward(fr, y0, buf, coeffs, k, grad)
+        }
+    };
+}
+
+band_kernels!(band_forward_avx2, band_backward_avx2, "avx2,fma");
+band_kernels!(
+    band_forward_avx512,
+    band_backward_avx512,
+    "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma"
+);
+
+/// `band_forward` compiled for `level` (the scalar and portable levels use the baseline build).
+#[allow(unsafe_code)]
+fn band_forward_at<F: Real>(
+    level: SimdLevel,
+    fr: &Frame<F>,
+    y0: usize,
+    buf: &mut BandBuf<F>,
+    totals: &mut [f64],
+    coeffs: &mut [F],
+    want_grad: bool,
+) {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `SimdLevel` only names levels whose features were detected on this CPU.
+        SimdLevel::Avx512 => unsafe { band_forward_avx512(fr, y0, buf, totals, coeffs, want_grad) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        SimdLevel::Avx2 => unsafe { band_forward_avx2(fr, y0, buf, totals, coeffs, want_grad) },
+        _ => band_forward(fr, y0, buf, totals, coeffs, want_grad),
+    }
+}
+
+/// `band_backward` compiled for `level`.
+#[allow(unsafe_code)]
+fn band_backward_at<F: Real>(
+    level: SimdLevel,
+    fr: &Frame<F>,
+    y0: usize,
+    buf: &mut BandBuf<F>,
+    coeffs: &[F],
+    k: F,
+    grad: &mut [F],
+) {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: see `band_forward_at`.
+        SimdLevel::Avx512 => unsafe { band_backward_avx512(fr, y0, buf, coeffs, k, grad) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: see `band_forward_at`.
+        SimdLevel::Avx2 => unsafe { band_backward_avx2(fr, y0, buf, coeffs, k, grad) },
+        _ => band_backward(fr, y0, buf, coeffs, k, grad),
+    }
 }
 
 /// Loss value and its parts.
@@ -154,22 +399,31 @@ pub fn loss_and_grad<F: Real>(
     assert_eq!(target.len(), n);
     grad.clear();
     grad.resize(n, F::zero());
+    scratch.ensure(w, h);
     let inv_n = F::one() / F::c(n as f64);
     let l1_weight = F::c(1.0 - lambda);
-    let mut l1 = 0.0f64;
-    for i in 0..n {
-        let d = render[i] - target[i];
-        l1 += d.abs().as_f64();
-        let s = if d > F::zero() {
-            F::one()
-        } else if d < F::zero() {
-            -F::one()
-        } else {
-            F::zero()
-        };
-        grad[i] = l1_weight * s * inv_n;
-    }
-    l1 /= n as f64;
+    let row = (w * 3).max(1);
+    grad.par_chunks_mut(row)
+        .zip(render.par_chunks(row))
+        .zip(target.par_chunks(row))
+        .zip(scratch.l1_rows.par_iter_mut())
+        .for_each(|(((g, r), t), total)| {
+            let mut sum = 0.0f64;
+            for ((g, &r), &t) in g.iter_mut().zip(r).zip(t) {
+                let d = r - t;
+                sum += d.abs().as_f64();
+                let s = if d > F::zero() {
+                    F::one()
+                } else if d < F::zero() {
+                    -F::one()
+                } else {
+                    F::zero()
+                };
+                *g = l1_weight * s * inv_n;
+            }
+            *total = sum;
+        });
+    let l1 = scratch.l1_rows.iter().sum::<f64>() / n.max(1) as f64;
 
     let ssim = ssim_with_grad(render, target, w, h, scratch, Some((grad, F::c(-lambda))));
     LossValue {
@@ -180,6 +434,13 @@ pub fn loss_and_grad<F: Real>(
 }
 
 /// Mean SSIM of `a` against `b`; with `grad = Some((g, scale))`, adds `scale * dSSIM/da` into `g`.
+///
+/// Two parallel passes over bands of `BAND_ROWS` rows. Forward: per channel, the five products are
+/// blurred horizontally (the band plus its halo rows, in the band's buffer), then vertically into
+/// registers, where the map and its three coefficients are formed; the coefficients go to per-row planes.
+/// Backward (it needs the neighbouring bands' coefficients, hence a second pass): the coefficients are
+/// blurred the same way and combined into the gradient. Every value is summed in the same order whatever
+/// the thread count.
 pub fn ssim_with_grad<F: Real>(
     a: &[F],
     b: &[F],
@@ -188,109 +449,43 @@ pub fn ssim_with_grad<F: Real>(
     s: &mut SsimScratch<F>,
     grad: Option<(&mut Vec<F>, F)>,
 ) -> f64 {
+    assert_eq!(a.len(), w * h * 3, "image size");
+    assert_eq!(b.len(), w * h * 3, "image size");
     s.ensure(w, h);
-    let taps = gaussian_taps::<F>();
-    let (c1, c2) = (F::c(SSIM_C1), F::c(SSIM_C2));
-    let n_total = F::c((w * h * 3) as f64);
-    let mut total = 0.0f64;
-    let mut grad = grad;
+    if w == 0 || h == 0 {
+        return 0.0;
+    }
+    let level = s.level.unwrap_or(SimdLevel::Scalar);
+    let fr = Frame {
+        a,
+        b,
+        w,
+        h,
+        stride: s.stride,
+        taps: gaussian_taps::<F>(),
+    };
     let want_grad = grad.is_some();
-    let rows = rows_per_task(w);
-    for ch in 0..3 {
-        let SsimScratch {
-            planes,
-            tmp,
-            out,
-            row_totals,
-            ..
-        } = s;
-        {
-            let [px, py, _, _, pxx, pyy, pxy, ..] = &mut planes[..] else {
-                unreachable!("NUM_PLANES planes")
-            };
-            px.par_chunks_mut(rows * w)
-                .zip(py.par_chunks_mut(rows * w))
-                .zip(pxx.par_chunks_mut(rows * w))
-                .zip(pyy.par_chunks_mut(rows * w))
-                .zip(pxy.par_chunks_mut(rows * w))
-                .enumerate()
-                .for_each(|(c, ((((x, y), xx), yy), xy))| {
-                    let base = c * rows * w;
-                    for i in 0..x.len() {
-                        let (u, v) = (a[(base + i) * 3 + ch], b[(base + i) * 3 + ch]);
-                        x[i] = u;
-                        y[i] = v;
-                        xx[i] = u * u;
-                        yy[i] = v * v;
-                        xy[i] = u * v;
-                    }
-                });
-        }
-        for (src, dst) in [(X, MX), (Y, MY), (EXX, EXX), (EYY, EYY), (EXY, EXY)] {
-            blur(&planes[src], out, tmp, w, h, &taps);
-            std::mem::swap(&mut planes[dst], out);
-        }
-        {
-            let [_, _, mxp, myp, exx, eyy, exy, gmu, gxx, gxy] = &mut planes[..] else {
-                unreachable!("NUM_PLANES planes")
-            };
-            row_totals
-                .par_chunks_mut(rows)
-                .zip(gmu.par_chunks_mut(rows * w))
-                .zip(gxx.par_chunks_mut(rows * w))
-                .zip(gxy.par_chunks_mut(rows * w))
-                .enumerate()
-                .for_each(|(c, (((totals, gmu), gxx), gxy))| {
-                    let base = c * rows * w;
-                    for (j, t) in totals.iter_mut().enumerate() {
-                        let mut row_total = 0.0f64;
-                        for x in 0..w {
-                            let l = j * w + x;
-                            let i = base + l;
-                            let (mx, my) = (mxp[i], myp[i]);
-                            let sxx = exx[i] - mx * mx;
-                            let syy = eyy[i] - my * my;
-                            let sxy = exy[i] - mx * my;
-                            let a1 = F::c(2.0) * mx * my + c1;
-                            let a2 = F::c(2.0) * sxy + c2;
-                            let b1 = mx * mx + my * my + c1;
-                            let b2 = sxx + syy + c2;
-                            let map = a1 * a2 / (b1 * b2);
-                            row_total += map.as_f64();
-                            if want_grad {
-                                let ds_dmx =
-                                    F::c(2.0) * my * a2 / (b1 * b2) - F::c(2.0) * mx * map / b1;
-                                let ds_dsxx = -map / b2;
-                                let ds_dsxy = F::c(2.0) * a1 / (b1 * b2);
-                                gmu[l] = ds_dmx - F::c(2.0) * mx * ds_dsxx - my * ds_dsxy;
-                                gxx[l] = ds_dsxx;
-                                gxy[l] = ds_dsxy;
-                            }
-                        }
-                        *t = row_total;
-                    }
-                });
-        }
-        total += row_totals.iter().sum::<f64>();
-        if let Some((g, scale)) = grad.as_mut() {
-            for p in [G_MU, G_XX, G_XY] {
-                blur(&planes[p], out, tmp, w, h, &taps);
-                std::mem::swap(&mut planes[p], out);
-            }
-            let k = *scale / n_total;
-            let (px, py) = (&planes[X], &planes[Y]);
-            let (gmu, gxx, gxy) = (&planes[G_MU], &planes[G_XX], &planes[G_XY]);
-            g.par_chunks_mut(rows * w * 3)
-                .enumerate()
-                .for_each(|(c, gs)| {
-                    let base = c * rows * w;
-                    for (l, px3) in gs.chunks_exact_mut(3).enumerate() {
-                        let i = base + l;
-                        let d = gmu[i] + F::c(2.0) * px[i] * gxx[i] + py[i] * gxy[i];
-                        px3[ch] += k * d;
-                    }
-                });
-        }
+    let coeff_rows = BAND_ROWS * 3 * COEFFS * w;
+    s.bands
+        .par_iter_mut()
+        .zip(s.row_totals.par_chunks_mut(BAND_ROWS))
+        .zip(s.coeffs.par_chunks_mut(coeff_rows))
+        .enumerate()
+        .for_each(|(band, ((buf, totals), coeffs))| {
+            band_forward_at(level, &fr, band * BAND_ROWS, buf, totals, coeffs, want_grad);
+        });
+    let total = s.row_totals.iter().sum::<f64>();
+    if let Some((g, scale)) = grad {
+        assert_eq!(g.len(), w * h * 3, "gradient size");
+        let k = scale / F::c((w * h * 3) as f64);
+        let coeffs = &s.coeffs;
+        s.bands
+            .par_iter_mut()
+            .zip(g.par_chunks_mut(BAND_ROWS * w * 3))
+            .enumerate()
+            .for_each(|(band, (buf, g))| {
+                band_backward_at(level, &fr, band * BAND_ROWS, buf, coeffs, k, g);
+            });
     }
     total / (w * h * 3) as f64
 }

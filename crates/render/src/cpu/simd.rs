@@ -70,14 +70,21 @@ pub fn exp_neg(x: f32) -> f32 {
     let x = x.clamp(-87.0, 0.0);
     // Round to nearest with the 1.5 * 2^23 trick (vectorizes on every instruction set, unlike `round`).
     const MAGIC: f32 = 12_582_912.0;
-    let n = (x * std::f32::consts::LOG2_E + MAGIC) - MAGIC;
+    let shifted = x * std::f32::consts::LOG2_E + MAGIC;
+    let n = shifted - MAGIC;
     // Cody-Waite split of ln 2 for an exact-enough reduction.
     let r = x - n * 0.693_145_75 - n * 1.428_606_8e-6;
     let p = 1.0
         + r * (1.0
             + r * (0.5
                 + r * (0.166_666_67 + r * (0.041_666_67 + r * (0.008_333_34 + r * 0.001_388_89)))));
-    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    // `shifted`'s low mantissa bits hold `n` (|n| <= 126): integer arithmetic on the bits gives the biased
+    // exponent `n + 127` without a float-to-int conversion (Rust's saturating `as` does not vectorize).
+    let biased = shifted
+        .to_bits()
+        .wrapping_sub(MAGIC.to_bits())
+        .wrapping_add(127);
+    let scale = f32::from_bits(biased << 23);
     p * scale
 }
 
@@ -328,14 +335,15 @@ fn backward_tile<const L: usize>(
                 let alpha_raw = o * g;
                 let alpha = alpha_raw.min(cut.alpha_max);
                 let ok = pos < nv[l] && power <= 0.0 && alpha >= cut.alpha_min;
-                let one_minus = 1.0 - alpha;
-                let t_i = tv[l] / one_minus;
+                // One division per vector (a vector divide costs as much as ~16 multiplies).
+                let inv_one_minus = 1.0 / (1.0 - alpha);
+                let t_i = tv[l] * inv_one_minus;
                 let w = if ok { alpha * t_i } else { 0.0 };
                 let mut grad_alpha = 0.0f32;
                 for ch in 0..3 {
                     let gp = gpv[ch][l];
                     s[5 + ch][l] += w * gp;
-                    grad_alpha += gp * (col[ch] * t_i - bv[ch][l] / one_minus);
+                    grad_alpha += gp * (col[ch] * t_i - bv[ch][l] * inv_one_minus);
                     bv[ch][l] += col[ch] * w;
                 }
                 tv[l] = if ok { t_i } else { tv[l] };
