@@ -101,6 +101,16 @@ fn for_each_survivor(
     }
 }
 
+/// `alpha < alpha_min` exactly when `power < ln(alpha_min / opacity)`; 0.01 of margin keeps f32 rounding of
+/// the exact test on the same side, so skipping below this power never changes a result.
+fn power_skip(opacity: f32, alpha_min: f64) -> f32 {
+    if alpha_min > 0.0 {
+        ((alpha_min / opacity as f64).ln() - 0.01) as f32
+    } else {
+        f32::NEG_INFINITY
+    }
+}
+
 fn gather(
     projected: &Projected<f32>,
     list: &[u32],
@@ -111,13 +121,7 @@ fn gather(
     out.clear();
     for_each_survivor(projected, list, alpha_min, rect, |pos, id| {
         let opacity = projected.opacities[id];
-        // alpha < alpha_min  <=>  power < ln(alpha_min / opacity); 0.01 of margin keeps f32 rounding of the
-        // exact test on the same side, so skipping never changes a result.
-        let power_skip = if alpha_min > 0.0 {
-            ((alpha_min / opacity as f64).ln() - 0.01) as f32
-        } else {
-            f32::NEG_INFINITY
-        };
+        let power_skip = power_skip(opacity, alpha_min);
         out.push(TileGaussian {
             pos,
             mean: projected.means2d[id],
@@ -169,6 +173,7 @@ fn gather_soa(
         td.cb.push(conic[1]);
         td.cc.push(conic[2]);
         td.opacity.push(opacity);
+        td.power_skip.push(power_skip(opacity, alpha_min));
         td.r.push(c[0]);
         td.g.push(c[1]);
         td.b.push(c[2]);

@@ -63,21 +63,53 @@ impl SimdLevel {
     }
 }
 
+/// Multiply-add `a b + c` as the kernels use it: one fused instruction where the instruction set has one
+/// (AVX2 and AVX-512 here), a multiply and an add where it has not (without hardware FMA, `f32::mul_add`
+/// is a slow library call).
+pub trait MulAdd {
+    fn ma(a: f32, b: f32, c: f32) -> f32;
+}
+
+/// Fused multiply-add (one rounding).
+pub struct Fused;
+/// Separate multiply and add.
+pub struct Separate;
+
+impl MulAdd for Fused {
+    #[inline(always)]
+    fn ma(a: f32, b: f32, c: f32) -> f32 {
+        a.mul_add(b, c)
+    }
+}
+
+impl MulAdd for Separate {
+    #[inline(always)]
+    fn ma(a: f32, b: f32, c: f32) -> f32 {
+        a * b + c
+    }
+}
+
 /// `e^x` for `x <= 0` (clamped below at -87), branch-free: `x = n ln2 + r`, `|r| <= ln2 / 2`, a degree-6
 /// polynomial for `e^r`, and `2^n` built from the exponent bits. Relative error about 2e-7.
 #[inline(always)]
 pub fn exp_neg(x: f32) -> f32 {
+    exp_neg_with::<Separate>(x)
+}
+
+/// [`exp_neg`] with the multiply-adds of `M`.
+#[inline(always)]
+pub fn exp_neg_with<M: MulAdd>(x: f32) -> f32 {
     let x = x.clamp(-87.0, 0.0);
     // Round to nearest with the 1.5 * 2^23 trick (vectorizes on every instruction set, unlike `round`).
     const MAGIC: f32 = 12_582_912.0;
-    let shifted = x * std::f32::consts::LOG2_E + MAGIC;
+    let shifted = M::ma(x, std::f32::consts::LOG2_E, MAGIC);
     let n = shifted - MAGIC;
     // Cody-Waite split of ln 2 for an exact-enough reduction.
-    let r = x - n * 0.693_145_75 - n * 1.428_606_8e-6;
-    let p = 1.0
-        + r * (1.0
-            + r * (0.5
-                + r * (0.166_666_67 + r * (0.041_666_67 + r * (0.008_333_34 + r * 0.001_388_89)))));
+    let r = M::ma(n, -1.428_606_8e-6, M::ma(n, -0.693_145_75, x));
+    let mut p = 0.001_388_89;
+    for c in [0.008_333_34, 0.041_666_67, 0.166_666_67, 0.5, 1.0, 1.0] {
+        p = M::ma(p, r, c);
+    }
     // `shifted`'s low mantissa bits hold `n` (|n| <= 126): integer arithmetic on the bits gives the biased
     // exponent `n + 127` without a float-to-int conversion (Rust's saturating `as` does not vectorize).
     let biased = shifted
@@ -101,6 +133,8 @@ pub struct TileData {
     pub cb: Vec<f32>,
     pub cc: Vec<f32>,
     pub opacity: Vec<f32>,
+    /// Below this `power` alpha is certainly under the 1/255 cut (see `rasterize::gather`).
+    pub power_skip: Vec<f32>,
     pub r: Vec<f32>,
     pub g: Vec<f32>,
     pub b: Vec<f32>,
@@ -115,6 +149,7 @@ impl TileData {
             &mut self.cb,
             &mut self.cc,
             &mut self.opacity,
+            &mut self.power_skip,
             &mut self.r,
             &mut self.g,
             &mut self.b,
@@ -139,6 +174,7 @@ impl TileData {
             &mut self.cb,
             &mut self.cc,
             &mut self.opacity,
+            &mut self.power_skip,
             &mut self.r,
             &mut self.g,
             &mut self.b,
@@ -196,8 +232,15 @@ fn tile_coords(x0: u32, y0: u32) -> ([f32; TILE_PIXELS], [f32; TILE_PIXELS]) {
     (px, py)
 }
 
+/// Bits `lo..hi` set (`hi <= 64`).
 #[inline(always)]
-fn forward_tile<const L: usize>(
+fn bit_range(lo: usize, hi: usize) -> u64 {
+    let below = |n: usize| if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+    below(hi) & !below(lo)
+}
+
+#[inline(always)]
+fn forward_tile<const L: usize, M: MulAdd>(
     td: &TileData,
     x0: u32,
     y0: u32,
@@ -219,14 +262,34 @@ fn forward_tile<const L: usize>(
             alive[i] = 1.0;
         }
     }
+    // Bit `v` set while vector `v` has a pixel that still blends: finished vectors are skipped.
+    let vectors = TILE_PIXELS / L;
+    let mut live: u64 = 0;
+    for v in 0..vectors {
+        if alive[v * L..(v + 1) * L].iter().any(|&a| a > 0.0) {
+            live |= 1 << v;
+        }
+    }
     for k in 0..td.len() {
+        if live == 0 {
+            break;
+        }
         let (mx, my) = (td.mx[k], td.my[k]);
         let (a, b, c) = (td.ca[k], td.cb[k], td.cc[k]);
+        let (ha, hc) = (-0.5 * a, -0.5 * c);
         let o = td.opacity[k];
         let (gr, gg, gb) = (td.r[k], td.g[k], td.b[k]);
         let pos1 = td.pos[k] + 1;
-        let (first, end) = (td.row0[k] as usize * 16, (td.row1[k] as usize + 1) * 16);
-        for v in (first / L * L..end).step_by(L) {
+        let (first, end) = (
+            td.row0[k] as usize * 16 / L,
+            (td.row1[k] as usize + 1) * 16 / L,
+        );
+        let mut todo = live & bit_range(first, end);
+        while todo != 0 {
+            let vi = todo.trailing_zeros() as usize;
+            todo &= todo - 1;
+            let v = vi * L;
+            // Fixed-size views: one bounds check per vector, none per lane, so the lane loop vectorizes.
             // Fixed-size views: one bounds check per vector, none per lane, so the lane loop vectorizes.
             let pxv: &[f32; L] = px[v..v + L].try_into().unwrap();
             let pyv: &[f32; L] = py[v..v + L].try_into().unwrap();
@@ -236,26 +299,29 @@ fn forward_tile<const L: usize>(
             let cbv: &mut [f32; L] = (&mut cb[v..v + L]).try_into().unwrap();
             let lastv: &mut [u32; L] = (&mut last[v..v + L]).try_into().unwrap();
             let alivev: &mut [f32; L] = (&mut alive[v..v + L]).try_into().unwrap();
+            let mut still = false;
             for l in 0..L {
                 let dx = mx - pxv[l];
                 let dy = my - pyv[l];
-                let power = -0.5 * (a * dx * dx + c * dy * dy) - b * dx * dy;
-                let alpha = (o * exp_neg(power)).min(cut.alpha_max);
+                // -(a dx^2 + c dy^2) / 2 - b dx dy
+                let power = M::ma(dx, M::ma(ha, dx, -b * dy), hc * dy * dy);
+                let alpha = (o * exp_neg_with::<M>(power)).min(cut.alpha_max);
                 let ok = alivev[l] > 0.0 && power <= 0.0 && alpha >= cut.alpha_min;
                 let next_t = tv[l] * (1.0 - alpha);
                 let stop = ok && next_t < cut.t_min;
                 let blend = ok && !stop;
                 let w = if blend { alpha * tv[l] } else { 0.0 };
-                crv[l] += gr * w;
-                cgv[l] += gg * w;
-                cbv[l] += gb * w;
+                crv[l] = M::ma(gr, w, crv[l]);
+                cgv[l] = M::ma(gg, w, cgv[l]);
+                cbv[l] = M::ma(gb, w, cbv[l]);
                 tv[l] = if blend { next_t } else { tv[l] };
                 lastv[l] = if blend { pos1 } else { lastv[l] };
                 alivev[l] = if stop { 0.0 } else { alivev[l] };
+                still |= alivev[l] > 0.0;
             }
-        }
-        if k % 8 == 7 && alive.iter().all(|&a| a == 0.0) {
-            break;
+            if !still {
+                live &= !(1u64 << vi);
+            }
         }
     }
     for i in 0..TILE_PIXELS {
@@ -287,7 +353,7 @@ impl Default for TileGradIn {
 /// Backward over one tile: `acc[k]` receives Gaussian `k`'s gradients (mean2d 2, conic 3, colour 3,
 /// opacity 1). Slots outside the image must have `n_contrib = 0`.
 #[inline(always)]
-fn backward_tile<const L: usize>(
+fn backward_tile<const L: usize, M: MulAdd>(
     td: &TileData,
     x0: u32,
     y0: u32,
@@ -299,24 +365,45 @@ fn backward_tile<const L: usize>(
     let mut t = inp.t_final;
     let mut behind = [[0.0f32; TILE_PIXELS]; 3];
     let mut max_n = 0;
+    // Largest `n_contrib` of each vector: a Gaussian at or past it blended nowhere in the vector.
+    let mut vec_max_n = [0u32; TILE_PIXELS];
     for i in 0..TILE_PIXELS {
         for ch in 0..3 {
             behind[ch][i] = cut.bg[ch] * inp.t_final[i];
         }
         max_n = max_n.max(inp.n_contrib[i]);
+        vec_max_n[i / L] = vec_max_n[i / L].max(inp.n_contrib[i]);
     }
     let count = td.pos.partition_point(|&p| p < max_n);
     for k in (0..count).rev() {
         let (mx, my) = (td.mx[k], td.my[k]);
         let (a, b, c) = (td.ca[k], td.cb[k], td.cc[k]);
+        let (ha, hc) = (-0.5 * a, -0.5 * c);
         let o = td.opacity[k];
+        let power_skip = td.power_skip[k];
         let col = [td.r[k], td.g[k], td.b[k]];
         let pos = td.pos[k];
         let mut s = [[0.0f32; L]; 9];
+        let mut touched = false;
         let (first, end) = (td.row0[k] as usize * 16, (td.row1[k] as usize + 1) * 16);
         for v in (first / L * L..end).step_by(L) {
+            if pos >= vec_max_n[v / L] {
+                continue;
+            }
             let pxv: &[f32; L] = px[v..v + L].try_into().unwrap();
             let pyv: &[f32; L] = py[v..v + L].try_into().unwrap();
+            let mut any = false;
+            for l in 0..L {
+                let dx = mx - pxv[l];
+                let dy = my - pyv[l];
+                let power = M::ma(dx, M::ma(ha, dx, -b * dy), hc * dy * dy);
+                any |= power >= power_skip;
+            }
+            // No lane reaches alpha_min: the Gaussian changed nothing here.
+            if !any {
+                continue;
+            }
+            touched = true;
             let nv: &[u32; L] = inp.n_contrib[v..v + L].try_into().unwrap();
             let gpv: [&[f32; L]; 3] =
                 std::array::from_fn(|ch| inp.grad[ch][v..v + L].try_into().unwrap());
@@ -330,8 +417,8 @@ fn backward_tile<const L: usize>(
             for l in 0..L {
                 let dx = mx - pxv[l];
                 let dy = my - pyv[l];
-                let power = -0.5 * (a * dx * dx + c * dy * dy) - b * dx * dy;
-                let g = exp_neg(power);
+                let power = M::ma(dx, M::ma(ha, dx, -b * dy), hc * dy * dy);
+                let g = exp_neg_with::<M>(power);
                 let alpha_raw = o * g;
                 let alpha = alpha_raw.min(cut.alpha_max);
                 let ok = pos < nv[l] && power <= 0.0 && alpha >= cut.alpha_min;
@@ -358,9 +445,11 @@ fn backward_tile<const L: usize>(
                 s[4][l] += gpow * (-0.5 * dy * dy);
             }
         }
-        for j in 0..9 {
-            acc[k][j] = s[j].iter().sum();
-        }
+        acc[k] = if touched {
+            std::array::from_fn(|j| s[j].iter().sum())
+        } else {
+            [0.0; 9]
+        };
     }
 }
 
@@ -377,7 +466,7 @@ macro_rules! dispatch {
             cut: &Cut,
             out: &mut TileOut,
         ) {
-            forward_tile::<$lanes>(td, x0, y0, tw, th, cut, out)
+            forward_tile::<$lanes, Fused>(td, x0, y0, tw, th, cut, out)
         }
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $features)]
@@ -389,7 +478,7 @@ macro_rules! dispatch {
             inp: &TileGradIn,
             acc: &mut [[f32; 9]],
         ) {
-            backward_tile::<$lanes>(td, x0, y0, cut, inp, acc)
+            backward_tile::<$lanes, Fused>(td, x0, y0, cut, inp, acc)
         }
     };
 }
@@ -447,7 +536,7 @@ pub fn forward(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above, for AVX2 and FMA.
         SimdLevel::Avx2 => unsafe { forward_avx2(td, x0, y0, tw, th, cut, out) },
-        _ => forward_tile::<4>(td, x0, y0, tw, th, cut, out),
+        _ => forward_tile::<4, Separate>(td, x0, y0, tw, th, cut, out),
     }
 }
 
@@ -468,7 +557,7 @@ pub fn backward(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: see `forward`.
         SimdLevel::Avx2 => unsafe { backward_avx2(td, x0, y0, cut, inp, acc) },
-        _ => backward_tile::<4>(td, x0, y0, cut, inp, acc),
+        _ => backward_tile::<4, Separate>(td, x0, y0, cut, inp, acc),
     }
 }
 
@@ -487,6 +576,17 @@ mod tests {
             x += 0.0137;
         }
         assert!(worst < 1e-6, "worst relative error {worst:e}");
+        let mut worst_fused = 0.0f64;
+        let mut x = -87.0f32;
+        while x <= 0.0 {
+            let e = (x as f64).exp();
+            worst_fused = worst_fused.max(((exp_neg_with::<Fused>(x) as f64 - e) / e).abs());
+            x += 0.0137;
+        }
+        assert!(
+            worst_fused < 1e-6,
+            "fused: worst relative error {worst_fused:e}"
+        );
         assert_eq!(exp_neg(0.0), 1.0);
         assert!(exp_neg(-1000.0) < 1e-37);
     }
