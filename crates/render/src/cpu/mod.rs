@@ -33,6 +33,7 @@ pub struct CpuBackend {
     pub simd: SimdLevel,
     bands: Vec<rasterize::BandScratch>,
     backward: rasterize::BackwardScratch,
+    culls: rasterize::CullTable,
 }
 
 impl Default for CpuBackend {
@@ -53,6 +54,7 @@ impl CpuBackend {
             simd,
             bands: Vec::new(),
             backward: rasterize::BackwardScratch::default(),
+            culls: rasterize::CullTable::default(),
         }
     }
 }
@@ -97,6 +99,7 @@ impl Backend for CpuBackend {
             bins,
             grid,
             settings,
+            &mut self.culls,
             &mut self.bands,
             out,
         );
@@ -120,6 +123,7 @@ impl Backend for CpuBackend {
             settings,
             raster,
             grad_image,
+            &mut self.culls,
             &mut self.backward,
             &mut self.bands,
             out,

@@ -51,12 +51,34 @@ pub fn visible_extent(conic: [f32; 3], opacity: f32, alpha_min: f64) -> Extent {
     )
 }
 
+/// Half-widths of the box where the Gaussian can reach `alpha_min`: infinite when unbounded, negative
+/// infinite when invisible everywhere (so [`box_misses_tile`] always culls it).
+pub fn cull_half_widths(conic: [f32; 3], opacity: f32, alpha_min: f64) -> [f64; 2] {
+    match visible_extent(conic, opacity, alpha_min) {
+        Extent::Unbounded => [f64::INFINITY; 2],
+        Extent::Invisible => [f64::NEG_INFINITY; 2],
+        Extent::Box(ex, ey) => [ex, ey],
+    }
+}
+
+/// True when the box of half-widths `ext` around `mean` contains no pixel centre of `[x0, x1) x [y0, y1)`.
+#[inline]
+fn box_misses_tile(mean: [f32; 2], ext: [f64; 2], rect: (u32, u32, u32, u32)) -> bool {
+    let (x0, y0, x1, y1) = rect;
+    let (u, v) = (mean[0] as f64, mean[1] as f64);
+    u + ext[0] < x0 as f64 + 0.5
+        || u - ext[0] > x1 as f64 - 0.5
+        || v + ext[1] < y0 as f64 + 0.5
+        || v - ext[1] > y1 as f64 - 0.5
+}
+
 /// True when the Gaussian's alpha is below `alpha_min` at every pixel centre of the tile `[x0, x1) x [y0, y1)`.
 ///
 /// `alpha >= alpha_min` needs `d^T Q d <= t2 = 2 ln(opacity / alpha_min)`, an ellipse whose bounding box has
 /// half-widths `sqrt(t2 (Q^-1)_xx)` and `sqrt(t2 (Q^-1)_yy)`. The box is widened by 1% + 0.01 px so f32
 /// rounding in the per-pixel test can never make a culled Gaussian visible. With `alpha_min = 0` nothing is
 /// culled.
+#[allow(clippy::too_many_arguments)]
 pub fn tile_cull(
     mean: [f32; 2],
     conic: [f32; 3],
@@ -67,38 +89,11 @@ pub fn tile_cull(
     x1: u32,
     y1: u32,
 ) -> bool {
-    let (ex, ey) = match visible_extent(conic, opacity, alpha_min) {
-        Extent::Unbounded => return false,
-        Extent::Invisible => return true,
-        Extent::Box(ex, ey) => (ex, ey),
-    };
-    let (u, v) = (mean[0] as f64, mean[1] as f64);
-    u + ex < x0 as f64 + 0.5
-        || u - ex > x1 as f64 - 0.5
-        || v + ey < y0 as f64 + 0.5
-        || v - ey > y1 as f64 - 0.5
-}
-
-/// Calls `f(position in the list, Gaussian id)` for each entry of a tile's list that survives the tile cull.
-fn for_each_survivor(
-    projected: &Projected<f32>,
-    list: &[u32],
-    alpha_min: f64,
-    rect: (u32, u32, u32, u32),
-    mut f: impl FnMut(u32, usize),
-) {
-    let (x0, y0, x1, y1) = rect;
-    for (pos, &id) in list.iter().enumerate() {
-        let id = id as usize;
-        let (mean, conic, opacity) = (
-            projected.means2d[id],
-            projected.conics[id],
-            projected.opacities[id],
-        );
-        if !tile_cull(mean, conic, opacity, alpha_min, x0, y0, x1, y1) {
-            f(pos as u32, id);
-        }
-    }
+    box_misses_tile(
+        mean,
+        cull_half_widths(conic, opacity, alpha_min),
+        (x0, y0, x1, y1),
+    )
 }
 
 /// `alpha < alpha_min` exactly when `power < ln(alpha_min / opacity)`; 0.01 of margin keeps f32 rounding of
@@ -111,24 +106,66 @@ fn power_skip(opacity: f32, alpha_min: f64) -> f32 {
     }
 }
 
+/// Per-Gaussian cull data, computed once per rasterization (one `ln` and two square roots per Gaussian
+/// instead of per tile intersection).
+#[derive(Debug, Default)]
+pub struct CullTable {
+    half_widths: Vec<[f64; 2]>,
+    power_skip: Vec<f32>,
+}
+
+impl CullTable {
+    fn fill(&mut self, projected: &Projected<f32>, alpha_min: f64) {
+        let n = projected.len();
+        self.half_widths.resize(n, [0.0; 2]);
+        self.power_skip.resize(n, 0.0);
+        self.half_widths
+            .par_chunks_mut(4096)
+            .zip(self.power_skip.par_chunks_mut(4096))
+            .enumerate()
+            .for_each(|(c, (hw, ps))| {
+                for (j, (hw, ps)) in hw.iter_mut().zip(ps).enumerate() {
+                    let i = c * 4096 + j;
+                    let (conic, opacity) = (projected.conics[i], projected.opacities[i]);
+                    *hw = cull_half_widths(conic, opacity, alpha_min);
+                    *ps = power_skip(opacity, alpha_min);
+                }
+            });
+    }
+}
+
+/// Calls `f(position in the list, Gaussian id)` for each entry of a tile's list that survives the tile cull.
+fn for_each_survivor(
+    projected: &Projected<f32>,
+    culls: &CullTable,
+    list: &[u32],
+    rect: (u32, u32, u32, u32),
+    mut f: impl FnMut(u32, usize),
+) {
+    for (pos, &id) in list.iter().enumerate() {
+        let id = id as usize;
+        if !box_misses_tile(projected.means2d[id], culls.half_widths[id], rect) {
+            f(pos as u32, id);
+        }
+    }
+}
+
 fn gather(
     projected: &Projected<f32>,
+    culls: &CullTable,
     list: &[u32],
-    alpha_min: f64,
     rect: (u32, u32, u32, u32),
     out: &mut Vec<TileGaussian>,
 ) {
     out.clear();
-    for_each_survivor(projected, list, alpha_min, rect, |pos, id| {
-        let opacity = projected.opacities[id];
-        let power_skip = power_skip(opacity, alpha_min);
+    for_each_survivor(projected, culls, list, rect, |pos, id| {
         out.push(TileGaussian {
             pos,
             mean: projected.means2d[id],
             conic: projected.conics[id],
-            opacity,
+            opacity: projected.opacities[id],
             color: projected.colors[id],
-            power_skip,
+            power_skip: culls.power_skip[id],
         });
     });
 }
@@ -136,34 +173,27 @@ fn gather(
 /// Like `gather`, into a structure of arrays for the vector kernels, with each Gaussian's visible rows.
 fn gather_soa(
     projected: &Projected<f32>,
+    culls: &CullTable,
     list: &[u32],
-    alpha_min: f64,
     rect: (u32, u32, u32, u32),
     td: &mut TileData,
 ) {
     td.clear();
     let (_, y0, _, y1) = rect;
     let last_row = (y1 - y0 - 1) as f64;
-    for_each_survivor(projected, list, alpha_min, rect, |pos, id| {
-        let (mean, conic, opacity) = (
-            projected.means2d[id],
-            projected.conics[id],
-            projected.opacities[id],
-        );
-        // Tile rows whose pixel centres can see the Gaussian.
-        let (row0, row1) = match visible_extent(conic, opacity, alpha_min) {
-            Extent::Box(_, ey) => {
-                let top = (mean[1] as f64 - ey - 0.5 - y0 as f64)
-                    .ceil()
-                    .clamp(0.0, last_row);
-                let bottom = (mean[1] as f64 + ey - 0.5 - y0 as f64)
-                    .floor()
-                    .min(last_row);
-                (top as u8, bottom.max(top) as u8)
-            }
-            _ => (0, last_row as u8),
-        };
+    for_each_survivor(projected, culls, list, rect, |pos, id| {
+        let mean = projected.means2d[id];
+        // Tile rows whose pixel centres can see the Gaussian (all of them when unbounded).
+        let ey = culls.half_widths[id][1];
+        let top = (mean[1] as f64 - ey - 0.5 - y0 as f64)
+            .ceil()
+            .clamp(0.0, last_row);
+        let bottom = (mean[1] as f64 + ey - 0.5 - y0 as f64)
+            .floor()
+            .min(last_row);
+        let (row0, row1) = (top as u8, bottom.max(top) as u8);
         let c = projected.colors[id];
+        let conic = projected.conics[id];
         td.row0.push(row0);
         td.row1.push(row1);
         td.pos.push(pos);
@@ -172,8 +202,8 @@ fn gather_soa(
         td.ca.push(conic[0]);
         td.cb.push(conic[1]);
         td.cc.push(conic[2]);
-        td.opacity.push(opacity);
-        td.power_skip.push(power_skip(opacity, alpha_min));
+        td.opacity.push(projected.opacities[id]);
+        td.power_skip.push(culls.power_skip[id]);
         td.r.push(c[0]);
         td.g.push(c[1]);
         td.b.push(c[2]);
@@ -241,14 +271,16 @@ pub fn forward(
     bins: &Bins,
     grid: &TileGrid,
     settings: &RenderSettings,
+    culls: &mut CullTable,
     scratch: &mut Vec<BandScratch>,
     out: &mut RasterOutput<f32>,
 ) {
     out.resize(grid.width, grid.height);
+    culls.fill(projected, settings.cutoffs.alpha_min);
+    let culls = &*culls;
     ensure_scratch(scratch, grid.tiles_y as usize, bins);
     let simd_cut = cut_of(settings);
     let cut = CutoffsF::<f32>::new(&settings.cutoffs);
-    let alpha_min = settings.cutoffs.alpha_min;
     let w = grid.width as usize;
     let band = TILE_SIZE as usize * w;
     let RasterOutput {
@@ -271,7 +303,7 @@ pub fn forward(
                 let rect = grid.tile_pixels(tile);
                 let (x0, y0, x1, y1) = rect;
                 if level == SimdLevel::Scalar {
-                    gather(projected, list, alpha_min, rect, &mut sc.local);
+                    gather(projected, culls, list, rect, &mut sc.local);
                     forward_tile_scalar(
                         &sc.local,
                         rect,
@@ -284,7 +316,7 @@ pub fn forward(
                     );
                     continue;
                 }
-                gather_soa(projected, list, alpha_min, rect, &mut sc.td);
+                gather_soa(projected, culls, list, rect, &mut sc.td);
                 let (tw, th) = ((x1 - x0) as usize, (y1 - y0) as usize);
                 simd::forward(level, &sc.td, x0, y0, tw, th, &simd_cut, &mut sc.tile_out);
                 let to = &sc.tile_out;
@@ -414,16 +446,18 @@ pub fn backward(
     settings: &RenderSettings,
     raster: &RasterOutput<f32>,
     grad_image: &[f32],
+    culls: &mut CullTable,
     bwd: &mut BackwardScratch,
     scratch: &mut Vec<BandScratch>,
     out: &mut ProjectedGrads<f32>,
 ) {
+    culls.fill(projected, settings.cutoffs.alpha_min);
+    let culls = &*culls;
     assert_eq!(grad_image.len(), raster.image.len(), "grad_image size");
     let tiles_y = grid.tiles_y as usize;
     ensure_scratch(scratch, tiles_y, bins);
     let simd_cut = cut_of(settings);
     let cut = CutoffsF::<f32>::new(&settings.cutoffs);
-    let alpha_min = settings.cutoffs.alpha_min;
     let bg = settings.background;
     let w = grid.width as usize;
     let total = bins.gaussian_ids.len();
@@ -462,7 +496,7 @@ pub fn backward(
             let rect = grid.tile_pixels(tile);
             let base = start as usize - band_start;
             if level == SimdLevel::Scalar {
-                gather(projected, list, alpha_min, rect, &mut sc.local);
+                gather(projected, culls, list, rect, &mut sc.local);
                 sc.acc.clear();
                 sc.acc.resize(sc.local.len(), [0.0; 9]);
                 backward_tile_scalar(
@@ -480,7 +514,7 @@ pub fn backward(
                 }
                 continue;
             }
-            gather_soa(projected, list, alpha_min, rect, &mut sc.td);
+            gather_soa(projected, culls, list, rect, &mut sc.td);
             let (x0, y0, x1, y1) = rect;
             let inp = &mut sc.grad_in;
             for i in 0..TILE_PIXELS {
