@@ -106,107 +106,122 @@ fn power_skip(opacity: f32, alpha_min: f64) -> f32 {
     }
 }
 
-/// Per-Gaussian cull data, computed once per rasterization (one `ln` and two square roots per Gaussian
-/// instead of per tile intersection).
+/// What the rasterizer reads of one Gaussian, packed into 48 bytes so that gathering a tile's list costs
+/// one or two cache lines per entry instead of one per array (the lists are in depth order, so these reads
+/// are random once a scene has more Gaussians than the caches hold).
+#[derive(Clone, Copy, Debug, Default)]
+struct RasterRecord {
+    mean: [f32; 2],
+    conic: [f32; 3],
+    opacity: f32,
+    color: [f32; 3],
+    /// See [`power_skip`].
+    power_skip: f32,
+    /// Cull box half-widths ([`cull_half_widths`]) rounded up to f32 (still conservative).
+    half_widths: [f32; 2],
+}
+
+/// Per-Gaussian rasterizer records, built once per pass with sequential reads (and one `ln` and two square
+/// roots per Gaussian instead of per tile intersection).
 #[derive(Debug, Default)]
 pub struct CullTable {
-    half_widths: Vec<[f64; 2]>,
-    power_skip: Vec<f32>,
+    records: Vec<RasterRecord>,
+}
+
+/// Rounds up to f32 (infinities stay).
+fn f32_up(x: f64) -> f32 {
+    let y = x as f32;
+    if (y as f64) < x {
+        y.next_up()
+    } else {
+        y
+    }
 }
 
 impl CullTable {
     fn fill(&mut self, projected: &Projected<f32>, alpha_min: f64) {
-        let n = projected.len();
-        self.half_widths.resize(n, [0.0; 2]);
-        self.power_skip.resize(n, 0.0);
-        self.half_widths
-            .par_chunks_mut(4096)
-            .zip(self.power_skip.par_chunks_mut(4096))
+        const CHUNK: usize = 4096;
+        self.records
+            .resize(projected.len(), RasterRecord::default());
+        self.records
+            .par_chunks_mut(CHUNK)
             .enumerate()
-            .for_each(|(c, (hw, ps))| {
-                for (j, (hw, ps)) in hw.iter_mut().zip(ps).enumerate() {
-                    let i = c * 4096 + j;
+            .for_each(|(c, records)| {
+                for (j, r) in records.iter_mut().enumerate() {
+                    let i = c * CHUNK + j;
                     let (conic, opacity) = (projected.conics[i], projected.opacities[i]);
-                    *hw = cull_half_widths(conic, opacity, alpha_min);
-                    *ps = power_skip(opacity, alpha_min);
+                    let [ex, ey] = cull_half_widths(conic, opacity, alpha_min);
+                    *r = RasterRecord {
+                        mean: projected.means2d[i],
+                        conic,
+                        opacity,
+                        color: projected.colors[i],
+                        power_skip: power_skip(opacity, alpha_min),
+                        half_widths: [f32_up(ex), f32_up(ey)],
+                    };
                 }
             });
     }
 }
 
-/// Calls `f(position in the list, Gaussian id)` for each entry of a tile's list that survives the tile cull.
+/// Calls `f(position in the list, record)` for each entry of a tile's list that survives the tile cull.
 fn for_each_survivor(
-    projected: &Projected<f32>,
     culls: &CullTable,
     list: &[u32],
     rect: (u32, u32, u32, u32),
-    mut f: impl FnMut(u32, usize),
+    mut f: impl FnMut(u32, &RasterRecord),
 ) {
     for (pos, &id) in list.iter().enumerate() {
-        let id = id as usize;
-        if !box_misses_tile(projected.means2d[id], culls.half_widths[id], rect) {
-            f(pos as u32, id);
+        let r = &culls.records[id as usize];
+        if !box_misses_tile(r.mean, r.half_widths.map(f64::from), rect) {
+            f(pos as u32, r);
         }
     }
 }
 
 fn gather(
-    projected: &Projected<f32>,
     culls: &CullTable,
     list: &[u32],
     rect: (u32, u32, u32, u32),
     out: &mut Vec<TileGaussian>,
 ) {
     out.clear();
-    for_each_survivor(projected, culls, list, rect, |pos, id| {
+    for_each_survivor(culls, list, rect, |pos, r| {
         out.push(TileGaussian {
             pos,
-            mean: projected.means2d[id],
-            conic: projected.conics[id],
-            opacity: projected.opacities[id],
-            color: projected.colors[id],
-            power_skip: culls.power_skip[id],
+            mean: r.mean,
+            conic: r.conic,
+            opacity: r.opacity,
+            color: r.color,
+            power_skip: r.power_skip,
         });
     });
 }
 
 /// Like `gather`, into a structure of arrays for the vector kernels, with each Gaussian's visible rows.
-fn gather_soa(
-    projected: &Projected<f32>,
-    culls: &CullTable,
-    list: &[u32],
-    rect: (u32, u32, u32, u32),
-    td: &mut TileData,
-) {
+fn gather_soa(culls: &CullTable, list: &[u32], rect: (u32, u32, u32, u32), td: &mut TileData) {
     td.clear();
     let (_, y0, _, y1) = rect;
     let last_row = (y1 - y0 - 1) as f64;
-    for_each_survivor(projected, culls, list, rect, |pos, id| {
-        let mean = projected.means2d[id];
+    for_each_survivor(culls, list, rect, |pos, r| {
         // Tile rows whose pixel centres can see the Gaussian (all of them when unbounded).
-        let ey = culls.half_widths[id][1];
-        let top = (mean[1] as f64 - ey - 0.5 - y0 as f64)
-            .ceil()
-            .clamp(0.0, last_row);
-        let bottom = (mean[1] as f64 + ey - 0.5 - y0 as f64)
-            .floor()
-            .min(last_row);
-        let (row0, row1) = (top as u8, bottom.max(top) as u8);
-        let c = projected.colors[id];
-        let conic = projected.conics[id];
-        td.row0.push(row0);
-        td.row1.push(row1);
+        let ey = r.half_widths[1] as f64;
+        let my = r.mean[1] as f64;
+        let top = (my - ey - 0.5 - y0 as f64).ceil().clamp(0.0, last_row);
+        let bottom = (my + ey - 0.5 - y0 as f64).floor().min(last_row);
+        td.row0.push(top as u8);
+        td.row1.push(bottom.max(top) as u8);
         td.pos.push(pos);
-        td.mx.push(mean[0]);
-        td.my.push(mean[1]);
-        td.ca.push(conic[0]);
-        td.cb.push(conic[1]);
-        td.cc.push(conic[2]);
-        td.opacity.push(projected.opacities[id]);
-        td.power_skip.push(culls.power_skip[id]);
-        td.r.push(c[0]);
-        td.g.push(c[1]);
-        td.b.push(c[2]);
+        td.mx.push(r.mean[0]);
+        td.my.push(r.mean[1]);
+        td.ca.push(r.conic[0]);
+        td.cb.push(r.conic[1]);
+        td.cc.push(r.conic[2]);
+        td.opacity.push(r.opacity);
+        td.power_skip.push(r.power_skip);
+        td.r.push(r.color[0]);
+        td.g.push(r.color[1]);
+        td.b.push(r.color[2]);
     });
 }
 
@@ -303,7 +318,7 @@ pub fn forward(
                 let rect = grid.tile_pixels(tile);
                 let (x0, y0, x1, y1) = rect;
                 if level == SimdLevel::Scalar {
-                    gather(projected, culls, list, rect, &mut sc.local);
+                    gather(culls, list, rect, &mut sc.local);
                     forward_tile_scalar(
                         &sc.local,
                         rect,
@@ -316,7 +331,7 @@ pub fn forward(
                     );
                     continue;
                 }
-                gather_soa(projected, culls, list, rect, &mut sc.td);
+                gather_soa(culls, list, rect, &mut sc.td);
                 let (tw, th) = ((x1 - x0) as usize, (y1 - y0) as usize);
                 simd::forward(level, &sc.td, x0, y0, tw, th, &simd_cut, &mut sc.tile_out);
                 let to = &sc.tile_out;
@@ -496,7 +511,7 @@ pub fn backward(
             let rect = grid.tile_pixels(tile);
             let base = start as usize - band_start;
             if level == SimdLevel::Scalar {
-                gather(projected, culls, list, rect, &mut sc.local);
+                gather(culls, list, rect, &mut sc.local);
                 sc.acc.clear();
                 sc.acc.resize(sc.local.len(), [0.0; 9]);
                 backward_tile_scalar(
@@ -514,7 +529,7 @@ pub fn backward(
                 }
                 continue;
             }
-            gather_soa(projected, culls, list, rect, &mut sc.td);
+            gather_soa(culls, list, rect, &mut sc.td);
             let (x0, y0, x1, y1) = rect;
             let inp = &mut sc.grad_in;
             for i in 0..TILE_PIXELS {
