@@ -1,0 +1,237 @@
+//! Opening a GPU: which adapter, which limits, and the few helpers every stage shares (buffers, read-back,
+//! dispatch sizes within the device's limits).
+
+use wgpu::util::DeviceExt;
+
+/// Which adapters may be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdapterChoice {
+    /// Hardware GPUs only (discrete, integrated or virtual): what `--backend auto` wants, so that a machine
+    /// without a GPU falls back to the fast CPU path instead of a software rasterizer.
+    Hardware,
+    /// A hardware GPU when there is one, else a software device such as lavapipe (asked for explicitly,
+    /// and what the tests use).
+    Any,
+}
+
+/// What can go wrong opening or using the GPU.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    #[error("no {wanted} GPU adapter found (adapters seen: {seen})")]
+    NoAdapter { wanted: &'static str, seen: String },
+    #[error("cannot open GPU device {name}: {reason}")]
+    Device { name: String, reason: String },
+    #[error("reading results back from the GPU failed: {0}")]
+    Readback(String),
+    #[error("{what} needs a {bytes}-byte buffer, beyond this device's limit of {limit} bytes")]
+    TooLarge {
+        what: &'static str,
+        bytes: u64,
+        limit: u64,
+    },
+}
+
+/// An open device and its queue.
+pub struct GpuContext {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub info: wgpu::AdapterInfo,
+    /// The limits the device was opened with (the adapter's, or lower ones a test asked for).
+    pub limits: wgpu::Limits,
+}
+
+impl std::fmt::Debug for GpuContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuContext")
+            .field("adapter", &self.describe())
+            .finish()
+    }
+}
+
+fn is_hardware(info: &wgpu::AdapterInfo) -> bool {
+    matches!(
+        info.device_type,
+        wgpu::DeviceType::DiscreteGpu
+            | wgpu::DeviceType::IntegratedGpu
+            | wgpu::DeviceType::VirtualGpu
+    )
+}
+
+/// Preference order: discrete, integrated, virtual, then software (only with [`AdapterChoice::Any`]).
+fn rank(info: &wgpu::AdapterInfo) -> u32 {
+    match info.device_type {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Cpu => 3,
+        wgpu::DeviceType::Other => 4,
+    }
+}
+
+impl GpuContext {
+    /// Opens the preferred adapter allowed by `choice` with its own limits. `WGPU_BACKEND` (e.g. `vulkan`)
+    /// restricts the graphics APIs tried.
+    pub fn new(choice: AdapterChoice) -> Result<Self, GpuError> {
+        Self::with_limits(choice, |_| {})
+    }
+
+    /// Like [`GpuContext::new`], with the adapter's limits passed through `lower` first: tests lower them
+    /// to exercise the code paths that split work.
+    pub fn with_limits(
+        choice: AdapterChoice,
+        lower: impl FnOnce(&mut wgpu::Limits),
+    ) -> Result<Self, GpuError> {
+        pollster::block_on(Self::open(choice, lower))
+    }
+
+    async fn open(
+        choice: AdapterChoice,
+        lower: impl FnOnce(&mut wgpu::Limits),
+    ) -> Result<Self, GpuError> {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env());
+        let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
+        let seen: Vec<String> = adapters
+            .iter()
+            .map(|a| {
+                let i = a.get_info();
+                format!("{} ({:?}, {:?})", i.name, i.device_type, i.backend)
+            })
+            .collect();
+        let adapter = adapters
+            .into_iter()
+            .filter(|a| choice == AdapterChoice::Any || is_hardware(&a.get_info()))
+            .min_by_key(|a| rank(&a.get_info()))
+            .ok_or_else(|| GpuError::NoAdapter {
+                wanted: match choice {
+                    AdapterChoice::Hardware => "hardware",
+                    AdapterChoice::Any => "usable",
+                },
+                seen: if seen.is_empty() {
+                    "none".into()
+                } else {
+                    seen.join(", ")
+                },
+            })?;
+        let info = adapter.get_info();
+        let mut limits = adapter.limits();
+        lower(&mut limits);
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("splat"),
+                required_limits: limits.clone(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| GpuError::Device {
+                name: info.name.clone(),
+                reason: e.to_string(),
+            })?;
+        Ok(GpuContext {
+            device,
+            queue,
+            info,
+            limits,
+        })
+    }
+
+    /// "name (type, API)" for logs.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({:?}, {:?})",
+            self.info.name, self.info.device_type, self.info.backend
+        )
+    }
+
+    /// True for a software device (lavapipe, WARP, SwiftShader).
+    pub fn is_software(&self) -> bool {
+        !is_hardware(&self.info)
+    }
+
+    /// A storage buffer holding `data` (at least 4 bytes: empty bindings are not allowed).
+    pub fn storage_from<T: bytemuck::Pod>(&self, label: &str, data: &[T]) -> wgpu::Buffer {
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        let padded;
+        let contents = if bytes.len() < 4 {
+            padded = [0u8; 4];
+            &padded[..]
+        } else {
+            bytes
+        };
+        self.device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST,
+            })
+    }
+
+    /// An uninitialized storage buffer of `bytes` (rounded up to 4).
+    pub fn storage(&self, label: &str, bytes: u64) -> wgpu::Buffer {
+        self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: bytes.max(4).next_multiple_of(4),
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// Copies the first `len` elements of `buffer` back to the host (blocking). Used by the per-stage
+    /// interface and the tests; a resident training loop reads back only counts and metrics.
+    pub fn read<T: bytemuck::Pod>(
+        &self,
+        buffer: &wgpu::Buffer,
+        len: usize,
+    ) -> Result<Vec<T>, GpuError> {
+        let bytes = (len * std::mem::size_of::<T>()) as u64;
+        if bytes == 0 {
+            return Ok(Vec::new());
+        }
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("read-back"),
+            size: bytes.next_multiple_of(4),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("read-back"),
+            });
+        enc.copy_buffer_to_buffer(buffer, 0, &staging, 0, bytes.next_multiple_of(4));
+        self.queue.submit([enc.finish()]);
+        let slice = staging.slice(..);
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| GpuError::Readback(e.to_string()))?;
+        rx.recv()
+            .map_err(|e| GpuError::Readback(e.to_string()))?
+            .map_err(|e| GpuError::Readback(e.to_string()))?;
+        let view = slice
+            .get_mapped_range()
+            .map_err(|e| GpuError::Readback(e.to_string()))?;
+        let out = bytemuck::cast_slice::<u8, T>(&view[..bytes as usize]).to_vec();
+        drop(view);
+        staging.unmap();
+        Ok(out)
+    }
+
+    /// Workgroup counts `(x, y)` covering `groups` workgroups within the per-dimension limit; shaders
+    /// index with `gid.x + gid.y * num_workgroups.x * WORKGROUP` and skip what lies past the end.
+    pub fn dispatch_size(&self, groups: u32) -> (u32, u32) {
+        let max = self.limits.max_compute_workgroups_per_dimension.max(1);
+        if groups <= max {
+            (groups.max(1), 1)
+        } else {
+            (max, groups.div_ceil(max))
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! The project + SH stage on the GPU (`shaders/project.wgsl`): one invocation per Gaussian, the
+//! reference's arithmetic in the same order.
+//!
+//! Storage bindings are limited in size (`max_storage_buffer_binding_size`, 128 MiB on lavapipe, which the
+//! SH coefficients of ~750k Gaussians exceed), so the Gaussians are processed in chunks whose every binding
+//! fits; each chunk binds sub-ranges of the buffers at offsets aligned as the device requires.
+
+use splat_core::{Camera, Gaussians, TileGrid, TileRect};
+use splat_render::project::{CameraParams, DILATION, NEAR_PLANE};
+use splat_render::sh::active_coeffs;
+use splat_render::{Projected, RenderSettings};
+
+use crate::context::{GpuContext, GpuError};
+
+const WORKGROUP: u32 = 256;
+
+/// The shader's `Camera` uniform (all 16-byte vectors, so the Rust and WGSL layouts agree).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct CameraUniform {
+    r0: [f32; 4],
+    r1: [f32; 4],
+    r2: [f32; 4],
+    center: [f32; 4],
+    intr: [f32; 4],
+    lim: [f32; 4],
+    dims: [u32; 4],
+    counts: [u32; 4],
+}
+
+/// Floats per Gaussian of each input, then of each output (binding order).
+const INPUT_FLOATS: [usize; 6] = [3, 3, 4, 1, 3, 0 /* sh_rest: per scene */];
+const OUTPUT_WORDS: [usize; 8] = [2, 3, 1, 1, 4, 1, 3, 1];
+
+/// The part of `buf` holding Gaussians `first .. first + len` at `words` 4-byte words each.
+fn chunk_binding(
+    buf: &wgpu::Buffer,
+    first: usize,
+    len: usize,
+    words: usize,
+) -> wgpu::BufferBinding<'_> {
+    let offset = (first * words * 4) as u64;
+    let size = ((len * words * 4) as u64).max(4).min(buf.size() - offset);
+    wgpu::BufferBinding {
+        buffer: buf,
+        offset,
+        size: std::num::NonZeroU64::new(size),
+    }
+}
+
+/// Compiled pipeline of the stage.
+pub struct GpuProject {
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+}
+
+impl GpuProject {
+    pub fn new(ctx: &GpuContext) -> Self {
+        let module = ctx
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some("project.wgsl"),
+                source: wgpu::ShaderSource::Wgsl(include_str!("shaders/project.wgsl").into()),
+            });
+        let storage = |binding: u32, read_only: bool| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Storage { read_only },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        };
+        let mut entries = vec![wgpu::BindGroupLayoutEntry {
+            binding: 0,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Uniform,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        }];
+        entries.extend((1..=6).map(|b| storage(b, true)));
+        entries.extend((7..=14).map(|b| storage(b, false)));
+        let layout = ctx
+            .device
+            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some("project"),
+                entries: &entries,
+            });
+        let pipeline_layout = ctx
+            .device
+            .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some("project"),
+                bind_group_layouts: &[Some(&layout)],
+                immediate_size: 0,
+            });
+        let pipeline = ctx
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some("project"),
+                layout: Some(&pipeline_layout),
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+        GpuProject { pipeline, layout }
+    }
+
+    /// Largest number of Gaussians per chunk whose bindings all fit the device's limit, a multiple of
+    /// the alignment unit so every chunk's offsets stay aligned.
+    pub fn chunk_len(ctx: &GpuContext, rest_floats: usize) -> usize {
+        let widest = 4 * [4, rest_floats].into_iter().max().unwrap_or(4).max(4);
+        let max_binding = ctx.limits.max_storage_buffer_binding_size as usize;
+        let align = ctx.limits.min_storage_buffer_offset_alignment as usize;
+        // Offsets are `first * 4 * floats` bytes: `first` a multiple of `align` keeps all of them aligned.
+        let unit = align.max(WORKGROUP as usize);
+        ((max_binding / widest) / unit * unit).max(unit)
+    }
+
+    /// Projects `gaussians` for `camera` and reads the result back into `out` (the per-stage interface;
+    /// the resident trainer will keep the outputs on the device).
+    pub fn run(
+        &self,
+        ctx: &GpuContext,
+        gaussians: &Gaussians<f32>,
+        camera: &Camera,
+        settings: &RenderSettings,
+        out: &mut Projected<f32>,
+    ) -> Result<(), GpuError> {
+        let n = gaussians.len();
+        out.resize(n);
+        if n == 0 {
+            return Ok(());
+        }
+        let rest = gaussians.sh_rest.len() / n;
+        let check = |what: &'static str, bytes: usize| -> Result<(), GpuError> {
+            if bytes as u64 > ctx.limits.max_buffer_size {
+                return Err(GpuError::TooLarge {
+                    what,
+                    bytes: bytes as u64,
+                    limit: ctx.limits.max_buffer_size,
+                });
+            }
+            Ok(())
+        };
+        check("the SH coefficients", n * rest * 4)?;
+        check("the tile rectangles", n * 16)?;
+
+        let inputs = [
+            ctx.storage_from("means", gaussians.means.as_flattened()),
+            ctx.storage_from("log_scales", gaussians.log_scales.as_flattened()),
+            ctx.storage_from("rotations", gaussians.rotations.as_flattened()),
+            ctx.storage_from("opacity_logits", &gaussians.opacity_logits),
+            ctx.storage_from("sh_dc", gaussians.sh_dc.as_flattened()),
+            ctx.storage_from("sh_rest", &gaussians.sh_rest),
+        ];
+        let outputs: Vec<wgpu::Buffer> = OUTPUT_WORDS
+            .iter()
+            .map(|&w| ctx.storage("projected", (n * w * 4) as u64))
+            .collect();
+
+        let cam = CameraParams::<f32>::new(camera);
+        let grid = TileGrid::new(camera.width, camera.height);
+        let coeffs = active_coeffs(settings.sh_degree, gaussians.sh_degree);
+        let chunk = Self::chunk_len(ctx, rest);
+        let chunks = n.div_ceil(chunk);
+        let uniform_stride = ctx.limits.min_uniform_buffer_offset_alignment.max(256) as usize;
+        let mut uniform_bytes = vec![0u8; chunks * uniform_stride];
+        for c in 0..chunks {
+            let len = chunk.min(n - c * chunk);
+            let u = CameraUniform {
+                r0: [
+                    cam.rotation[0][0],
+                    cam.rotation[0][1],
+                    cam.rotation[0][2],
+                    cam.translation[0],
+                ],
+                r1: [
+                    cam.rotation[1][0],
+                    cam.rotation[1][1],
+                    cam.rotation[1][2],
+                    cam.translation[1],
+                ],
+                r2: [
+                    cam.rotation[2][0],
+                    cam.rotation[2][1],
+                    cam.rotation[2][2],
+                    cam.translation[2],
+                ],
+                center: [cam.center[0], cam.center[1], cam.center[2], 0.0],
+                intr: [cam.fx, cam.fy, cam.cx, cam.cy],
+                lim: [cam.lim_x, cam.lim_y, NEAR_PLANE as f32, DILATION as f32],
+                dims: [camera.width, camera.height, grid.tiles_x, grid.tiles_y],
+                counts: [len as u32, coeffs as u32, rest as u32, 0],
+            };
+            uniform_bytes[c * uniform_stride..][..std::mem::size_of::<CameraUniform>()]
+                .copy_from_slice(bytemuck::bytes_of(&u));
+        }
+        let uniform = wgpu::util::DeviceExt::create_buffer_init(
+            &ctx.device,
+            &wgpu::util::BufferInitDescriptor {
+                label: Some("camera"),
+                contents: &uniform_bytes,
+                usage: wgpu::BufferUsages::UNIFORM,
+            },
+        );
+
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("project"),
+            });
+        for c in 0..chunks {
+            let first = c * chunk;
+            let len = chunk.min(n - first);
+            let range = |buf, words| chunk_binding(buf, first, len, words);
+            let mut entries = vec![wgpu::BindGroupEntry {
+                binding: 0,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &uniform,
+                    offset: (c * uniform_stride) as u64,
+                    size: std::num::NonZeroU64::new(std::mem::size_of::<CameraUniform>() as u64),
+                }),
+            }];
+            for (k, buf) in inputs.iter().enumerate() {
+                let words = if k == 5 { rest } else { INPUT_FLOATS[k] };
+                entries.push(wgpu::BindGroupEntry {
+                    binding: 1 + k as u32,
+                    resource: wgpu::BindingResource::Buffer(if words == 0 {
+                        wgpu::BufferBinding {
+                            buffer: buf,
+                            offset: 0,
+                            size: None,
+                        }
+                    } else {
+                        range(buf, words)
+                    }),
+                });
+            }
+            for (k, buf) in outputs.iter().enumerate() {
+                entries.push(wgpu::BindGroupEntry {
+                    binding: 7 + k as u32,
+                    resource: wgpu::BindingResource::Buffer(range(buf, OUTPUT_WORDS[k])),
+                });
+            }
+            let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("project"),
+                layout: &self.layout,
+                entries: &entries,
+            });
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("project"),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&self.pipeline);
+            pass.set_bind_group(0, &bind, &[]);
+            let (x, y) = ctx.dispatch_size((len as u32).div_ceil(WORKGROUP));
+            pass.dispatch_workgroups(x, y, 1);
+        }
+        ctx.queue.submit([enc.finish()]);
+
+        let means2d: Vec<f32> = ctx.read(&outputs[0], n * 2)?;
+        let conics: Vec<f32> = ctx.read(&outputs[1], n * 3)?;
+        let depths: Vec<f32> = ctx.read(&outputs[2], n)?;
+        let radii: Vec<u32> = ctx.read(&outputs[3], n)?;
+        let rects: Vec<u32> = ctx.read(&outputs[4], n * 4)?;
+        let opacities: Vec<f32> = ctx.read(&outputs[5], n)?;
+        let colors: Vec<f32> = ctx.read(&outputs[6], n * 3)?;
+        let clamped: Vec<u32> = ctx.read(&outputs[7], n)?;
+        for i in 0..n {
+            out.radii[i] = radii[i];
+            out.tile_rects[i] = TileRect {
+                x0: rects[4 * i],
+                y0: rects[4 * i + 1],
+                x1: rects[4 * i + 2],
+                y1: rects[4 * i + 3],
+            };
+            if radii[i] == 0 {
+                continue;
+            }
+            out.means2d[i] = [means2d[2 * i], means2d[2 * i + 1]];
+            out.conics[i] = [conics[3 * i], conics[3 * i + 1], conics[3 * i + 2]];
+            out.depths[i] = depths[i];
+            out.opacities[i] = opacities[i];
+            out.colors[i] = [colors[3 * i], colors[3 * i + 1], colors[3 * i + 2]];
+            out.color_clamped[i] = [0, 1, 2].map(|ch| clamped[i] & (1 << ch) != 0);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,185 @@
+//! The GPU project + SH stage against the CPU reference on seeded random scenes, and with device limits
+//! lowered so that the work is split into chunks and 2D dispatches (results must not change).
+//!
+//! Needs a GPU or lavapipe (`mesa-vulkan-drivers`); without one the tests print why and pass, unless
+//! `SPLAT_REQUIRE_GPU=1` (set by `.ci/run`) turns that into a failure.
+
+use splat_core::synthetic::{random_scene, RandomSceneOptions};
+use splat_core::{Camera, Gaussians};
+use splat_gpu::{AdapterChoice, GpuContext, GpuProject};
+use splat_render::{project, Projected, RenderSettings};
+
+fn context(lower: impl FnOnce(&mut wgpu::Limits)) -> Option<GpuContext> {
+    match GpuContext::with_limits(AdapterChoice::Any, lower) {
+        Ok(ctx) => {
+            eprintln!("GPU: {}", ctx.describe());
+            Some(ctx)
+        }
+        Err(e) => {
+            if std::env::var("SPLAT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("SPLAT_REQUIRE_GPU=1 but no GPU: {e}");
+            }
+            eprintln!("skipped: {e}");
+            None
+        }
+    }
+}
+
+fn camera(w: u32, h: u32) -> Camera {
+    Camera::look_at(
+        [0.4, -0.3, -3.0],
+        [0.0, 0.0, 0.0],
+        [0.0, -1.0, 0.0],
+        60.0,
+        w,
+        h,
+    )
+}
+
+fn scene(seed: u64, count: usize, degree: usize) -> Gaussians<f32> {
+    random_scene(
+        seed,
+        &RandomSceneOptions {
+            count,
+            sh_degree: degree,
+            // Some behind the camera, some huge, some off-screen.
+            extent: 3.5,
+            log_scale_range: (-4.0, 0.5),
+            ..Default::default()
+        },
+    )
+    .cast::<f32>()
+}
+
+fn rel_close(what: &str, i: usize, a: f32, b: f32, rel: f32, abs: f32) {
+    let tol = rel * a.abs().max(b.abs()) + abs;
+    assert!(
+        (a - b).abs() <= tol,
+        "{what}[{i}]: gpu {a} vs reference {b}"
+    );
+}
+
+/// Compares two projections; returns how many Gaussians are visible in both.
+fn compare(gpu: &Projected<f32>, reference: &Projected<f32>) -> usize {
+    let mut both = 0;
+    let mut borderline = 0;
+    for i in 0..reference.len() {
+        let (g, r) = (gpu.radii[i], reference.radii[i]);
+        if (g == 0) != (r == 0) || g.abs_diff(r) > 1 || gpu.tile_rects[i] != reference.tile_rects[i]
+        {
+            // A decision taken on a value within rounding of a threshold (ceil of the radius, a tile
+            // edge, the near plane) may go either way; anything more is a bug.
+            borderline += 1;
+            continue;
+        }
+        if r == 0 {
+            continue;
+        }
+        both += 1;
+        for k in 0..2 {
+            rel_close(
+                "means2d",
+                i,
+                gpu.means2d[i][k],
+                reference.means2d[i][k],
+                1e-5,
+                1e-4,
+            );
+        }
+        for k in 0..3 {
+            rel_close(
+                "conics",
+                i,
+                gpu.conics[i][k],
+                reference.conics[i][k],
+                1e-4,
+                1e-7,
+            );
+            rel_close(
+                "colors",
+                i,
+                gpu.colors[i][k],
+                reference.colors[i][k],
+                0.0,
+                1e-5,
+            );
+        }
+        rel_close("depths", i, gpu.depths[i], reference.depths[i], 1e-6, 0.0);
+        rel_close(
+            "opacities",
+            i,
+            gpu.opacities[i],
+            reference.opacities[i],
+            0.0,
+            1e-6,
+        );
+        for k in 0..3 {
+            if gpu.color_clamped[i][k] != reference.color_clamped[i][k] {
+                assert!(reference.colors[i][k].abs() < 1e-5, "clamp flag {i}.{k}");
+            }
+        }
+    }
+    assert!(
+        borderline * 200 <= reference.len(),
+        "{borderline} of {} Gaussians differ in visibility, radius or tiles",
+        reference.len()
+    );
+    both
+}
+
+#[test]
+fn project_matches_reference_every_degree() {
+    let Some(ctx) = context(|_| {}) else { return };
+    let stage = GpuProject::new(&ctx);
+    for degree in 0..=3 {
+        let g = scene(10 + degree as u64, 3000, degree);
+        let cam = camera(320, 240);
+        let settings = RenderSettings::new(degree);
+        let mut reference = Projected::default();
+        project::project(&g, &cam, &settings, &mut reference);
+        let mut gpu = Projected::default();
+        stage
+            .run(&ctx, &g, &cam, &settings, &mut gpu)
+            .expect("GPU project");
+        let visible = compare(&gpu, &reference);
+        assert!(visible > 500, "degree {degree}: only {visible} visible");
+    }
+}
+
+#[test]
+fn lowered_limits_split_the_work_without_changing_results() {
+    let Some(full) = context(|_| {}) else { return };
+    let Some(small) = context(|l| {
+        // 64 KiB bindings: 362 Gaussians of SH rest per chunk, rounded down to whole alignment units.
+        l.max_storage_buffer_binding_size = 64 * 1024;
+        // 4 workgroups per dimension: 2D dispatches.
+        l.max_compute_workgroups_per_dimension = 4;
+    }) else {
+        return;
+    };
+    let g = scene(77, 5000, 3);
+    let chunk = GpuProject::chunk_len(&small, g.sh_rest_len());
+    assert!(
+        g.len().div_ceil(chunk) >= 10,
+        "the lowered limits should split 5000 Gaussians into many chunks, got chunks of {chunk}"
+    );
+    let cam = camera(200, 150);
+    let settings = RenderSettings::new(3);
+    let mut a = Projected::default();
+    let mut b = Projected::default();
+    GpuProject::new(&full)
+        .run(&full, &g, &cam, &settings, &mut a)
+        .expect("full limits");
+    GpuProject::new(&small)
+        .run(&small, &g, &cam, &settings, &mut b)
+        .expect("lowered limits");
+    assert_eq!(a.radii, b.radii);
+    assert_eq!(a.tile_rects, b.tile_rects);
+    for i in 0..a.len() {
+        if a.radii[i] > 0 {
+            assert_eq!(a.means2d[i], b.means2d[i], "{i}");
+            assert_eq!(a.conics[i], b.conics[i], "{i}");
+            assert_eq!(a.colors[i], b.colors[i], "{i}");
+        }
+    }
+}
