@@ -148,12 +148,13 @@ impl GpuContext {
         !is_hardware(&self.info)
     }
 
-    /// A storage buffer holding `data` (at least 4 bytes: empty bindings are not allowed).
+    /// A storage buffer holding `data` (at least 16 bytes: bindings may not be empty or shorter than one
+    /// element, and the widest element here is a `vec4`).
     pub fn storage_from<T: bytemuck::Pod>(&self, label: &str, data: &[T]) -> wgpu::Buffer {
         let bytes: &[u8] = bytemuck::cast_slice(data);
-        let padded;
-        let contents = if bytes.len() < 4 {
-            padded = [0u8; 4];
+        let mut padded = [0u8; 16];
+        let contents = if bytes.len() < 16 {
+            padded[..bytes.len()].copy_from_slice(bytes);
             &padded[..]
         } else {
             bytes
@@ -168,11 +169,11 @@ impl GpuContext {
             })
     }
 
-    /// An uninitialized storage buffer of `bytes` (rounded up to 4).
+    /// An uninitialized storage buffer of `bytes` (rounded up to 4, at least 16).
     pub fn storage(&self, label: &str, bytes: u64) -> wgpu::Buffer {
         self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(label),
-            size: bytes.max(4).next_multiple_of(4),
+            size: bytes.max(16).next_multiple_of(4),
             usage: wgpu::BufferUsages::STORAGE
                 | wgpu::BufferUsages::COPY_SRC
                 | wgpu::BufferUsages::COPY_DST,
@@ -231,6 +232,11 @@ impl GpuContext {
         if groups <= max {
             (groups.max(1), 1)
         } else {
+            // 65,535^2 workgroups of 256 cover more elements than any binding can hold.
+            assert!(
+                groups.div_ceil(max) <= max,
+                "{groups} workgroups exceed a 2D dispatch of {max} x {max}"
+            );
             (max, groups.div_ceil(max))
         }
     }

@@ -2,12 +2,17 @@
 //! Metal, DX12) and, for tests, on Mesa's software Vulkan device (lavapipe).
 //!
 //! State of this crate (issue 7 is in progress): the device context with adapter selection and limits,
-//! and the project + SH stage with parity tests against the CPU reference. Binning, rasterization, the
+//! the project + SH stage and the bin stage (count, prefix sum, radix sort, ranges), with parity tests
+//! against the CPU reference. Rasterization, the
 //! backward stages, the loss, Adam and densification follow; until they exist the backend is not offered
 //! on the command line. See NOTES.md.
 
+pub mod bin;
 pub mod context;
+pub mod kernel;
 pub mod project;
+pub mod scan;
 
+pub use bin::GpuBin;
 pub use context::{AdapterChoice, GpuContext, GpuError};
 pub use project::GpuProject;

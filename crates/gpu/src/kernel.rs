@@ -1,0 +1,89 @@
+//! A compute entry point and how to record its dispatches: a 16-byte parameter block at binding 0 and
+//! storage buffers at the bindings the entry point uses (pipelines take their layout from the shader, which
+//! holds only the bindings that entry point touches).
+
+use wgpu::util::DeviceExt;
+
+use crate::context::GpuContext;
+
+/// Invocations per workgroup of every 1D kernel here.
+pub const WORKGROUP: u32 = 256;
+
+pub struct Kernel {
+    pipeline: wgpu::ComputePipeline,
+    label: &'static str,
+}
+
+impl Kernel {
+    pub fn new(
+        ctx: &GpuContext,
+        module: &wgpu::ShaderModule,
+        label: &'static str,
+        entry: &str,
+    ) -> Self {
+        let pipeline = ctx
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(label),
+                layout: None,
+                module,
+                entry_point: Some(entry),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+        Kernel { pipeline, label }
+    }
+
+    /// Records `groups` workgroups (split into 2D within the device's per-dimension limit) with `params`
+    /// as the uniform at binding 0 and `(binding, buffer)` storage bindings.
+    pub fn dispatch(
+        &self,
+        ctx: &GpuContext,
+        enc: &mut wgpu::CommandEncoder,
+        params: [u32; 4],
+        buffers: &[(u32, &wgpu::Buffer)],
+        groups: u32,
+    ) {
+        let uniform = ctx
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(self.label),
+                contents: bytemuck::cast_slice(&params),
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+        let mut entries = vec![wgpu::BindGroupEntry {
+            binding: 0,
+            resource: uniform.as_entire_binding(),
+        }];
+        entries.extend(buffers.iter().map(|&(binding, b)| wgpu::BindGroupEntry {
+            binding,
+            resource: b.as_entire_binding(),
+        }));
+        let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(self.label),
+            layout: &self.pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        });
+        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(self.label),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &bind, &[]);
+        let (x, y) = ctx.dispatch_size(groups);
+        pass.dispatch_workgroups(x, y, 1);
+    }
+}
+
+/// Workgroups for `n` invocations.
+pub fn groups_for(n: u32) -> u32 {
+    n.div_ceil(WORKGROUP).max(1)
+}
+
+pub fn module(ctx: &GpuContext, label: &str, source: &str) -> wgpu::ShaderModule {
+    ctx.device
+        .create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(label),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
+        })
+}
