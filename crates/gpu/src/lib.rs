@@ -2,8 +2,8 @@
 //! Metal, DX12) and, for tests, on Mesa's software Vulkan device (lavapipe).
 //!
 //! State of this crate (issue 7 is in progress): the device context with adapter selection and limits,
-//! the project + SH stage and the bin stage (count, prefix sum, radix sort, ranges), with parity tests
-//! against the CPU reference. Rasterization, the
+//! the project + SH stage, the bin stage (count, prefix sum, radix sort, ranges) and the rasterize
+//! forward, with parity tests against the CPU reference. The
 //! backward stages, the loss, Adam and densification follow; until they exist the backend is not offered
 //! on the command line. See NOTES.md.
 
@@ -11,8 +11,10 @@ pub mod bin;
 pub mod context;
 pub mod kernel;
 pub mod project;
+pub mod rasterize;
 pub mod scan;
 
 pub use bin::GpuBin;
 pub use context::{AdapterChoice, GpuContext, GpuError};
 pub use project::GpuProject;
+pub use rasterize::GpuRasterize;
