@@ -90,7 +90,7 @@ impl GpuBin {
         ctx.queue.submit([enc.finish()]);
         // The one read-back: how many intersections to make room for.
         let total = ctx.read::<u32>(&counts, n as usize + 1)?[n as usize];
-        let limit = ctx.limits.max_storage_buffer_binding_size as u64;
+        let limit = ctx.limits.max_storage_buffer_binding_size;
         if total as u64 * 4 > limit {
             return Err(GpuError::TooLarge {
                 what: "the tile intersection list",

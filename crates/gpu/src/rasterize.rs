@@ -74,11 +74,11 @@ impl GpuRasterize {
                 limit: max as u64,
             });
         }
-        if pixels * 12 > ctx.limits.max_storage_buffer_binding_size as u64 {
+        if pixels * 12 > ctx.limits.max_storage_buffer_binding_size {
             return Err(GpuError::TooLarge {
                 what: "the image",
                 bytes: pixels * 12,
-                limit: ctx.limits.max_storage_buffer_binding_size as u64,
+                limit: ctx.limits.max_storage_buffer_binding_size,
             });
         }
         let out = RasterBuffers {
