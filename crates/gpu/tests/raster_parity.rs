@@ -117,3 +117,101 @@ fn rasterize_forward_matches_reference() {
     );
     compare(&ctx, 3, 2000, 96, 80, Cutoffs::SMOOTH);
 }
+
+/// `|a - b| <= rel max(|a|, |b|) + 1e-5 max|b|` elementwise.
+fn close(what: &str, a: &[f32], b: &[f32], rel: f32) {
+    assert_eq!(a.len(), b.len(), "{what}: lengths");
+    let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let mut worst = 0.0f32;
+    for (i, (&x, &y)) in a.iter().zip(b).enumerate() {
+        let tol = rel * x.abs().max(y.abs()) + 1e-5 * scale;
+        assert!(
+            (x - y).abs() <= tol,
+            "{what}[{i}]: gpu {x} vs reference {y}"
+        );
+        worst = worst.max((x - y).abs() / (x.abs().max(y.abs()) + 1e-5 * scale));
+    }
+    eprintln!("{what}: worst relative difference {worst:.1e}");
+}
+
+#[test]
+fn rasterize_backward_matches_reference() {
+    use rand::{Rng, SeedableRng};
+    let Some(ctx) = context() else { return };
+    let raster = GpuRasterize::new(&ctx);
+    for (seed, count, w, h) in [(5u64, 500usize, 70u32, 50u32), (6, 4000, 160, 120)] {
+        let g = random_scene(
+            seed,
+            &RandomSceneOptions {
+                count,
+                sh_degree: 0,
+                extent: 1.5,
+                log_scale_range: (-4.0, -1.5),
+                ..Default::default()
+            },
+        )
+        .cast::<f32>();
+        let cam = Camera::look_at([0.3, -0.2, -3.0], [0.0; 3], [0.0, -1.0, 0.0], 60.0, w, h);
+        let mut settings = RenderSettings::new(0);
+        settings.background = [0.3, 0.1, 0.6];
+        let grid = TileGrid::new(w, h);
+        let mut p = Projected::default();
+        project::project(&g, &cam, &settings, &mut p);
+        let mut bins = Bins::default();
+        bin::bin(&p, &grid, &mut bins);
+        let mut fwd = RasterOutput::default();
+        rasterize_fwd::rasterize_forward(&p, &bins, &grid, &settings, &mut fwd);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let grad_image: Vec<f32> = (0..fwd.image.len())
+            .map(|_| rng.random_range(-1.0..1.0))
+            .collect();
+        let mut reference = splat_render::ProjectedGrads::default();
+        splat_render::rasterize_bwd::rasterize_backward(
+            &p,
+            &bins,
+            &grid,
+            &settings,
+            &fwd,
+            &grad_image,
+            &mut reference,
+        );
+        let mut gpu = splat_render::ProjectedGrads::default();
+        raster
+            .backward(
+                &ctx,
+                &p,
+                &bins,
+                &grid,
+                &settings,
+                &fwd,
+                &grad_image,
+                &mut gpu,
+            )
+            .expect("GPU backward");
+        close(
+            "grad_means2d",
+            gpu.grad_means2d.as_flattened(),
+            reference.grad_means2d.as_flattened(),
+            1e-3,
+        );
+        close(
+            "grad_conics",
+            gpu.grad_conics.as_flattened(),
+            reference.grad_conics.as_flattened(),
+            1e-3,
+        );
+        close(
+            "grad_colors",
+            gpu.grad_colors.as_flattened(),
+            reference.grad_colors.as_flattened(),
+            1e-3,
+        );
+        close(
+            "grad_opacities",
+            &gpu.grad_opacities,
+            &reference.grad_opacities,
+            1e-3,
+        );
+        assert!(reference.grad_opacities.iter().any(|&v| v != 0.0));
+    }
+}

@@ -1,0 +1,179 @@
+// Rasterize backward, without float atomics and deterministic:
+// - `tiles`: a workgroup per tile walks the tile's list back to front (as the reference walks each pixel's
+//   list), each invocation computes its pixel's gradient contributions to the current Gaussian, and the
+//   workgroup sums them (a fixed tree) into one record of 9 values per (tile, Gaussian) intersection:
+//   grad mean2d (2), conic (3), colour (3), opacity (1).
+// - `gather`: an invocation per Gaussian finds its entry in each tile it touches (binary search on
+//   (depth, id), the list's order) and adds the records in tile order, the order the fast CPU path uses.
+
+struct Params {
+    // width, height, tiles_x, Gaussian count.
+    dims: vec4<u32>,
+    bg: vec4<f32>,
+    // alpha_min, alpha_max, transmittance_min, unused.
+    cut: vec4<f32>,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> ranges: array<vec2<u32>>;
+@group(0) @binding(2) var<storage, read> ids: array<u32>;
+@group(0) @binding(3) var<storage, read> means2d: array<f32>;
+@group(0) @binding(4) var<storage, read> conics: array<f32>;
+@group(0) @binding(5) var<storage, read> opacities: array<f32>;
+@group(0) @binding(6) var<storage, read> colors: array<f32>;
+@group(0) @binding(7) var<storage, read> final_t: array<f32>;
+@group(0) @binding(8) var<storage, read> n_contrib: array<u32>;
+@group(0) @binding(9) var<storage, read> grad_image: array<f32>;
+// 9 values per intersection (cleared to zero before `tiles`).
+@group(0) @binding(10) var<storage, read_write> records: array<f32>;
+// `gather` only.
+@group(0) @binding(11) var<storage, read> radii: array<u32>;
+@group(0) @binding(12) var<storage, read> rects: array<vec4<u32>>;
+@group(0) @binding(13) var<storage, read> depths: array<f32>;
+@group(0) @binding(14) var<storage, read> key_depth: array<u32>;
+@group(0) @binding(15) var<storage, read_write> grads: array<f32>;
+
+const BATCH: u32 = 64u;
+
+var<workgroup> s_mean: array<vec2<f32>, 64>;
+var<workgroup> s_conic: array<vec4<f32>, 64>;
+var<workgroup> s_color: array<vec3<f32>, 64>;
+var<workgroup> red: array<array<f32, 256>, 9>;
+var<workgroup> max_n: atomic<u32>;
+
+@compute @workgroup_size(16, 16)
+fn tiles(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,
+    @builtin(local_invocation_index) li: u32,
+) {
+    let tile = wid.y * params.dims.z + wid.x;
+    let px = wid.x * 16u + lid.x;
+    let py = wid.y * 16u + lid.y;
+    let inside = px < params.dims.x && py < params.dims.y;
+    let pix = vec2<f32>(f32(px) + 0.5, f32(py) + 0.5);
+    let range = ranges[tile];
+    var n = 0u;
+    var t = 0.0;
+    var g_pix = vec3<f32>(0.0);
+    if inside {
+        let p = py * params.dims.x + px;
+        n = n_contrib[p];
+        t = final_t[p];
+        g_pix = vec3<f32>(grad_image[3u * p], grad_image[3u * p + 1u], grad_image[3u * p + 2u]);
+    }
+    var behind = params.bg.xyz * t;
+    if li == 0u {
+        atomicStore(&max_n, 0u);
+    }
+    workgroupBarrier();
+    atomicMax(&max_n, n);
+    // Entries at or past every pixel's count were blended nowhere: their records stay zero.
+    var end = workgroupUniformLoad(&max_n);
+    while end > 0u {
+        let start = select(0u, end - BATCH, end > BATCH);
+        let k = start + li;
+        if li < BATCH && k < end {
+            let id = ids[range.x + k];
+            s_mean[li] = vec2<f32>(means2d[2u * id], means2d[2u * id + 1u]);
+            s_conic[li] = vec4<f32>(conics[3u * id], conics[3u * id + 1u], conics[3u * id + 2u], opacities[id]);
+            s_color[li] = vec3<f32>(colors[3u * id], colors[3u * id + 1u], colors[3u * id + 2u]);
+        }
+        workgroupBarrier();
+        for (var pos = end; pos > start; pos--) {
+            let j = pos - 1u - start;
+            var v = array<f32, 9>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+            if pos - 1u < n {
+                let d = s_mean[j] - pix;
+                let q = s_conic[j];
+                let power = -0.5 * (q.x * d.x * d.x + q.z * d.y * d.y) - q.y * d.x * d.y;
+                let g = exp(power);
+                let alpha_raw = q.w * g;
+                let alpha = min(alpha_raw, params.cut.y);
+                if power <= 0.0 && alpha >= params.cut.x {
+                    let one_minus = 1.0 - alpha;
+                    let t_i = t / one_minus;
+                    let c = s_color[j];
+                    var grad_alpha = 0.0;
+                    for (var ch = 0u; ch < 3u; ch++) {
+                        v[5u + ch] = alpha * t_i * g_pix[ch];
+                        grad_alpha += g_pix[ch] * (c[ch] * t_i - behind[ch] / one_minus);
+                        behind[ch] += c[ch] * alpha * t_i;
+                    }
+                    t = t_i;
+                    if alpha_raw <= params.cut.y {
+                        v[8] = grad_alpha * g;
+                        let grad_power = grad_alpha * q.w * g;
+                        v[0] = grad_power * (-q.x * d.x - q.y * d.y);
+                        v[1] = grad_power * (-q.z * d.y - q.y * d.x);
+                        v[2] = grad_power * -0.5 * d.x * d.x;
+                        v[3] = -(grad_power * d.x * d.y);
+                        v[4] = grad_power * -0.5 * d.y * d.y;
+                    }
+                }
+            }
+            for (var c = 0u; c < 9u; c++) {
+                red[c][li] = v[c];
+            }
+            workgroupBarrier();
+            for (var s = 128u; s > 0u; s = s / 2u) {
+                if li < s {
+                    for (var c = 0u; c < 9u; c++) {
+                        red[c][li] += red[c][li + s];
+                    }
+                }
+                workgroupBarrier();
+            }
+            if li == 0u {
+                let r = (range.x + pos - 1u) * 9u;
+                for (var c = 0u; c < 9u; c++) {
+                    records[r + c] = red[c][0];
+                }
+            }
+            workgroupBarrier();
+        }
+        end = start;
+    }
+}
+
+// Position of Gaussian `id` (depth bits `d`) in the sorted list segment [lo, hi).
+fn find(lo_in: u32, hi_in: u32, d: u32, id: u32) -> u32 {
+    var lo = lo_in;
+    var hi = hi_in;
+    while lo < hi {
+        let mid = (lo + hi) / 2u;
+        let kd = key_depth[mid];
+        let ki = ids[mid];
+        if kd < d || (kd == d && ki < id) {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+@compute @workgroup_size(256)
+fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 256u;
+    if i >= params.dims.w {
+        return;
+    }
+    var acc = array<f32, 9>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    if radii[i] > 0u {
+        let r = rects[i];
+        let d = bitcast<u32>(depths[i]);
+        for (var ty = r.y; ty < r.w; ty++) {
+            for (var tx = r.x; tx < r.z; tx++) {
+                let range = ranges[ty * params.dims.z + tx];
+                let k = find(range.x, range.y, d, i);
+                for (var c = 0u; c < 9u; c++) {
+                    acc[c] += records[k * 9u + c];
+                }
+            }
+        }
+    }
+    for (var c = 0u; c < 9u; c++) {
+        grads[i * 9u + c] = acc[c];
+    }
+}
