@@ -11,10 +11,12 @@ pub mod bin;
 pub mod context;
 pub mod kernel;
 pub mod project;
+pub mod project_bwd;
 pub mod rasterize;
 pub mod scan;
 
 pub use bin::GpuBin;
 pub use context::{AdapterChoice, GpuContext, GpuError};
 pub use project::GpuProject;
+pub use project_bwd::GpuProjectBackward;
 pub use rasterize::GpuRasterize;

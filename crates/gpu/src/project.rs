@@ -17,7 +17,7 @@ const WORKGROUP: u32 = 256;
 /// The shader's `Camera` uniform (all 16-byte vectors, so the Rust and WGSL layouts agree).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-struct CameraUniform {
+pub(crate) struct CameraUniform {
     r0: [f32; 4],
     r1: [f32; 4],
     r2: [f32; 4],
@@ -33,7 +33,7 @@ const INPUT_FLOATS: [usize; 6] = [3, 3, 4, 1, 3, 0 /* sh_rest: per scene */];
 const OUTPUT_WORDS: [usize; 8] = [2, 3, 1, 1, 4, 1, 3, 1];
 
 /// The part of `buf` holding Gaussians `first .. first + len` at `words` 4-byte words each.
-fn chunk_binding(
+pub(crate) fn chunk_binding(
     buf: &wgpu::Buffer,
     first: usize,
     len: usize,
@@ -45,6 +45,38 @@ fn chunk_binding(
         buffer: buf,
         offset,
         size: std::num::NonZeroU64::new(size),
+    }
+}
+
+/// Gaussians per chunk when the widest per-Gaussian binding holds `widest_floats` floats: as many as fit
+/// the binding-size limit, a multiple of the alignment unit so every chunk's offsets stay aligned (offsets
+/// are `first * 4 * floats` bytes).
+pub(crate) fn chunk_len_for(ctx: &GpuContext, widest_floats: usize) -> usize {
+    let widest = 4 * widest_floats.max(1);
+    let max_binding = ctx.limits.max_storage_buffer_binding_size as usize;
+    let align = ctx.limits.min_storage_buffer_offset_alignment as usize;
+    let unit = align.max(WORKGROUP as usize);
+    ((max_binding / widest) / unit * unit).max(unit)
+}
+
+/// The shader's camera block for `camera` (converted once into `cam`) and the given counts.
+pub(crate) fn camera_uniform(
+    camera: &Camera,
+    cam: &CameraParams<f32>,
+    grid: &TileGrid,
+    counts: [u32; 4],
+) -> CameraUniform {
+    let r = &cam.rotation;
+    let t = &cam.translation;
+    CameraUniform {
+        r0: [r[0][0], r[0][1], r[0][2], t[0]],
+        r1: [r[1][0], r[1][1], r[1][2], t[1]],
+        r2: [r[2][0], r[2][1], r[2][2], t[2]],
+        center: [cam.center[0], cam.center[1], cam.center[2], 0.0],
+        intr: [cam.fx, cam.fy, cam.cx, cam.cy],
+        lim: [cam.lim_x, cam.lim_y, NEAR_PLANE as f32, DILATION as f32],
+        dims: [camera.width, camera.height, grid.tiles_x, grid.tiles_y],
+        counts,
     }
 }
 
@@ -113,12 +145,7 @@ impl GpuProject {
     /// Largest number of Gaussians per chunk whose bindings all fit the device's limit, a multiple of
     /// the alignment unit so every chunk's offsets stay aligned.
     pub fn chunk_len(ctx: &GpuContext, rest_floats: usize) -> usize {
-        let widest = 4 * [4, rest_floats].into_iter().max().unwrap_or(4).max(4);
-        let max_binding = ctx.limits.max_storage_buffer_binding_size as usize;
-        let align = ctx.limits.min_storage_buffer_offset_alignment as usize;
-        // Offsets are `first * 4 * floats` bytes: `first` a multiple of `align` keeps all of them aligned.
-        let unit = align.max(WORKGROUP as usize);
-        ((max_binding / widest) / unit * unit).max(unit)
+        chunk_len_for(ctx, rest_floats.max(4))
     }
 
     /// Projects `gaussians` for `camera` and reads the result back into `out` (the per-stage interface;
@@ -172,31 +199,12 @@ impl GpuProject {
         let mut uniform_bytes = vec![0u8; chunks * uniform_stride];
         for c in 0..chunks {
             let len = chunk.min(n - c * chunk);
-            let u = CameraUniform {
-                r0: [
-                    cam.rotation[0][0],
-                    cam.rotation[0][1],
-                    cam.rotation[0][2],
-                    cam.translation[0],
-                ],
-                r1: [
-                    cam.rotation[1][0],
-                    cam.rotation[1][1],
-                    cam.rotation[1][2],
-                    cam.translation[1],
-                ],
-                r2: [
-                    cam.rotation[2][0],
-                    cam.rotation[2][1],
-                    cam.rotation[2][2],
-                    cam.translation[2],
-                ],
-                center: [cam.center[0], cam.center[1], cam.center[2], 0.0],
-                intr: [cam.fx, cam.fy, cam.cx, cam.cy],
-                lim: [cam.lim_x, cam.lim_y, NEAR_PLANE as f32, DILATION as f32],
-                dims: [camera.width, camera.height, grid.tiles_x, grid.tiles_y],
-                counts: [len as u32, coeffs as u32, rest as u32, 0],
-            };
+            let u = camera_uniform(
+                camera,
+                &cam,
+                &grid,
+                [len as u32, coeffs as u32, rest as u32, 0],
+            );
             uniform_bytes[c * uniform_stride..][..std::mem::size_of::<CameraUniform>()]
                 .copy_from_slice(bytemuck::bytes_of(&u));
         }

@@ -183,3 +183,84 @@ fn lowered_limits_split_the_work_without_changing_results() {
         }
     }
 }
+
+/// `|a - b| <= rel max(|a|, |b|) + 1e-5 max|b|` elementwise; returns the worst relative difference.
+fn close(what: &str, a: &[f32], b: &[f32], rel: f32) -> f32 {
+    assert_eq!(a.len(), b.len(), "{what}: lengths");
+    let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let mut worst = 0.0f32;
+    for (i, (&x, &y)) in a.iter().zip(b).enumerate() {
+        let tol = rel * x.abs().max(y.abs()) + 1e-5 * scale;
+        assert!(
+            (x - y).abs() <= tol,
+            "{what}[{i}]: gpu {x} vs reference {y}"
+        );
+        worst = worst.max((x - y).abs() / (x.abs().max(y.abs()) + 1e-5 * scale));
+    }
+    worst
+}
+
+#[test]
+fn project_backward_matches_reference_every_degree() {
+    use rand::{Rng, SeedableRng};
+    use splat_gpu::GpuProjectBackward;
+    use splat_render::{project_bwd, GaussianGrads, ProjectedGrads};
+    let Some(ctx) = context(|_| {}) else { return };
+    let stage = GpuProjectBackward::new(&ctx);
+    for degree in 0..=3 {
+        let g = scene(30 + degree as u64, 2000, degree);
+        let cam = camera(320, 240);
+        let settings = RenderSettings::new(degree);
+        let mut p = Projected::default();
+        project::project(&g, &cam, &settings, &mut p);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(degree as u64);
+        let mut r = || rng.random_range(-1.0f32..1.0);
+        let mut pg = ProjectedGrads::default();
+        pg.reset(g.len());
+        for i in 0..g.len() {
+            pg.grad_means2d[i] = [r(), r()];
+            pg.grad_conics[i] = [r() * 10.0, r() * 10.0, r() * 10.0];
+            pg.grad_colors[i] = [r(), r(), r()];
+            pg.grad_opacities[i] = r();
+        }
+        let mut reference = GaussianGrads::default();
+        project_bwd::project_backward(&g, &cam, &settings, &p, &pg, &mut reference);
+        let mut gpu = GaussianGrads::default();
+        stage
+            .run(&ctx, &g, &cam, &settings, &p, &pg, &mut gpu)
+            .expect("GPU project backward");
+        let mut worst = 0.0f32;
+        for (what, a, b) in [
+            (
+                "means",
+                gpu.means.as_flattened(),
+                reference.means.as_flattened(),
+            ),
+            (
+                "log_scales",
+                gpu.log_scales.as_flattened(),
+                reference.log_scales.as_flattened(),
+            ),
+            (
+                "rotations",
+                gpu.rotations.as_flattened(),
+                reference.rotations.as_flattened(),
+            ),
+            (
+                "opacity_logits",
+                &gpu.opacity_logits[..],
+                &reference.opacity_logits[..],
+            ),
+            (
+                "sh_dc",
+                gpu.sh_dc.as_flattened(),
+                reference.sh_dc.as_flattened(),
+            ),
+            ("sh_rest", &gpu.sh_rest[..], &reference.sh_rest[..]),
+        ] {
+            worst = worst.max(close(what, a, b, 1e-3));
+        }
+        eprintln!("degree {degree}: worst relative difference {worst:.1e}");
+        assert!(reference.means.iter().any(|m| m[0] != 0.0));
+    }
+}

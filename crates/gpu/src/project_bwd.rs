@@ -1,0 +1,202 @@
+//! Project and SH backward on the GPU (`shaders/project_bwd.wgsl`): one invocation per Gaussian, output
+//! packed per Gaussian (means 3, log_scales 3, rotations 4, opacity logit 1, sh_dc 3, sh_rest), processed
+//! in chunks whose bindings fit the device's limits like the forward.
+
+use splat_core::{Camera, Gaussians, TileGrid};
+use splat_render::project::CameraParams;
+use splat_render::sh::active_coeffs;
+use splat_render::types::reset_grads;
+use splat_render::{GaussianGrads, Projected, ProjectedGrads, RenderSettings};
+use wgpu::util::DeviceExt;
+
+use crate::context::{GpuContext, GpuError};
+use crate::kernel::{groups_for, module};
+use crate::project::{camera_uniform, chunk_binding, chunk_len_for, CameraUniform};
+
+pub struct GpuProjectBackward {
+    pipeline: wgpu::ComputePipeline,
+}
+
+impl GpuProjectBackward {
+    pub fn new(ctx: &GpuContext) -> Self {
+        let m = module(
+            ctx,
+            "project_bwd.wgsl",
+            include_str!("shaders/project_bwd.wgsl"),
+        );
+        let pipeline = ctx
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some("project backward"),
+                layout: None,
+                module: &m,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+        GpuProjectBackward { pipeline }
+    }
+
+    /// The per-stage interface: uploads the scene, the projection and its gradients, reads back the
+    /// parameter gradients into `out` (shaped like `gaussians`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn run(
+        &self,
+        ctx: &GpuContext,
+        gaussians: &Gaussians<f32>,
+        camera: &Camera,
+        settings: &RenderSettings,
+        projected: &Projected<f32>,
+        grads: &ProjectedGrads<f32>,
+        out: &mut GaussianGrads<f32>,
+    ) -> Result<(), GpuError> {
+        reset_grads(out, gaussians);
+        let n = gaussians.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let rest = gaussians.sh_rest_len();
+        let stride = 14 + rest;
+        let packed_grads: Vec<f32> = (0..n)
+            .flat_map(|i| {
+                let (m, c, col) = (
+                    grads.grad_means2d[i],
+                    grads.grad_conics[i],
+                    grads.grad_colors[i],
+                );
+                [
+                    m[0],
+                    m[1],
+                    c[0],
+                    c[1],
+                    c[2],
+                    col[0],
+                    col[1],
+                    col[2],
+                    grads.grad_opacities[i],
+                ]
+            })
+            .collect();
+        let clamped: Vec<u32> = projected
+            .color_clamped
+            .iter()
+            .map(|c| c[0] as u32 | (c[1] as u32) << 1 | (c[2] as u32) << 2)
+            .collect();
+        let bytes = (n * stride * 4) as u64;
+        if bytes > ctx.limits.max_buffer_size {
+            return Err(GpuError::TooLarge {
+                what: "the parameter gradients",
+                bytes,
+                limit: ctx.limits.max_buffer_size,
+            });
+        }
+        // (buffer, words per Gaussian), in binding order 1..=11.
+        let inputs = [
+            (ctx.storage_from("means", gaussians.means.as_flattened()), 3),
+            (
+                ctx.storage_from("log_scales", gaussians.log_scales.as_flattened()),
+                3,
+            ),
+            (
+                ctx.storage_from("rotations", gaussians.rotations.as_flattened()),
+                4,
+            ),
+            (ctx.storage_from("sh_dc", gaussians.sh_dc.as_flattened()), 3),
+            (ctx.storage_from("sh_rest", &gaussians.sh_rest), rest),
+            (ctx.storage_from("radii", &projected.radii), 1),
+            (
+                ctx.storage_from("conics", projected.conics.as_flattened()),
+                3,
+            ),
+            (ctx.storage_from("opacities", &projected.opacities), 1),
+            (ctx.storage_from("clamped", &clamped), 1),
+            (ctx.storage_from("projected grads", &packed_grads), 9),
+        ];
+        let output = ctx.storage("parameter grads", bytes);
+        let cam = CameraParams::<f32>::new(camera);
+        let grid = TileGrid::new(camera.width, camera.height);
+        let coeffs = active_coeffs(settings.sh_degree, gaussians.sh_degree);
+        let chunk = chunk_len_for(ctx, stride);
+        let uniform_stride = ctx.limits.min_uniform_buffer_offset_alignment.max(256) as usize;
+        let chunks = n.div_ceil(chunk);
+        let mut uniform_bytes = vec![0u8; chunks * uniform_stride];
+        for c in 0..chunks {
+            let len = chunk.min(n - c * chunk);
+            let u = camera_uniform(
+                camera,
+                &cam,
+                &grid,
+                [len as u32, coeffs as u32, rest as u32, 0],
+            );
+            uniform_bytes[c * uniform_stride..][..std::mem::size_of::<CameraUniform>()]
+                .copy_from_slice(bytemuck::bytes_of(&u));
+        }
+        let uniform = ctx
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("camera"),
+                contents: &uniform_bytes,
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+        let layout = self.pipeline.get_bind_group_layout(0);
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("project backward"),
+            });
+        for c in 0..chunks {
+            let first = c * chunk;
+            let len = chunk.min(n - first);
+            let mut entries = vec![wgpu::BindGroupEntry {
+                binding: 0,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &uniform,
+                    offset: (c * uniform_stride) as u64,
+                    size: std::num::NonZeroU64::new(std::mem::size_of::<CameraUniform>() as u64),
+                }),
+            }];
+            for (k, (buf, words)) in inputs.iter().enumerate() {
+                entries.push(wgpu::BindGroupEntry {
+                    binding: 1 + k as u32,
+                    resource: wgpu::BindingResource::Buffer(if *words == 0 {
+                        wgpu::BufferBinding {
+                            buffer: buf,
+                            offset: 0,
+                            size: None,
+                        }
+                    } else {
+                        chunk_binding(buf, first, len, *words)
+                    }),
+                });
+            }
+            entries.push(wgpu::BindGroupEntry {
+                binding: 11,
+                resource: wgpu::BindingResource::Buffer(chunk_binding(&output, first, len, stride)),
+            });
+            let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("project backward"),
+                layout: &layout,
+                entries: &entries,
+            });
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("project backward"),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&self.pipeline);
+            pass.set_bind_group(0, &bind, &[]);
+            let (x, y) = ctx.dispatch_size(groups_for(len as u32));
+            pass.dispatch_workgroups(x, y, 1);
+        }
+        ctx.queue.submit([enc.finish()]);
+        let packed: Vec<f32> = ctx.read(&output, n * stride)?;
+        for (i, g) in packed.chunks_exact(stride).enumerate() {
+            out.means[i] = [g[0], g[1], g[2]];
+            out.log_scales[i] = [g[3], g[4], g[5]];
+            out.rotations[i] = [g[6], g[7], g[8], g[9]];
+            out.opacity_logits[i] = g[10];
+            out.sh_dc[i] = [g[11], g[12], g[13]];
+            out.sh_rest[i * rest..(i + 1) * rest].copy_from_slice(&g[14..]);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,258 @@
+// Project and SH backward: from the gradients of the screen-space quantities (the rasterize backward's 9
+// values per Gaussian) to the gradients of every parameter, one invocation per Gaussian, following
+// `splat_render::project_bwd` (the chain is written out there). Output per Gaussian, packed:
+// means (3), log_scales (3), rotations (4), opacity logit (1), sh_dc (3), sh_rest (stored floats).
+
+struct Camera {
+    r0: vec4<f32>,
+    r1: vec4<f32>,
+    r2: vec4<f32>,
+    center: vec4<f32>,
+    intr: vec4<f32>,
+    lim: vec4<f32>,
+    dims: vec4<u32>,
+    // Gaussians in this dispatch, active SH coefficients, stored sh_rest floats per Gaussian, unused.
+    counts: vec4<u32>,
+}
+
+@group(0) @binding(0) var<uniform> cam: Camera;
+@group(0) @binding(1) var<storage, read> means: array<f32>;
+@group(0) @binding(2) var<storage, read> log_scales: array<f32>;
+@group(0) @binding(3) var<storage, read> rotations: array<f32>;
+@group(0) @binding(4) var<storage, read> sh_dc: array<f32>;
+@group(0) @binding(5) var<storage, read> sh_rest: array<f32>;
+@group(0) @binding(6) var<storage, read> radii: array<u32>;
+@group(0) @binding(7) var<storage, read> conics: array<f32>;
+@group(0) @binding(8) var<storage, read> opacities: array<f32>;
+@group(0) @binding(9) var<storage, read> clamped: array<u32>;
+// grad mean2d (2), conic (3), colour (3), opacity (1).
+@group(0) @binding(10) var<storage, read> projected_grads: array<f32>;
+@group(0) @binding(11) var<storage, read_write> out: array<f32>;
+
+const SH_C0: f32 = 0.28209479177387814;
+const SH_C1: f32 = 0.4886025119029199;
+const SH_C2 = array<f32, 5>(1.0925484305920792, -1.0925484305920792, 0.31539156525252005, -1.0925484305920792, 0.5462742152960396);
+const SH_C3 = array<f32, 7>(-0.5900435899266435, 2.890611442640554, -0.4570457994644658, 0.3731763325901154, -0.4570457994644658, 1.445305721320277, -0.5900435899266435);
+
+fn dot3(a: vec3<f32>, b: vec3<f32>) -> f32 {
+    return (a.x * b.x + a.y * b.y) + a.z * b.z;
+}
+
+// Rows of a 3 x 3 matrix product a b.
+fn mul33(a: mat3x3<f32>, b: mat3x3<f32>) -> mat3x3<f32> {
+    // WGSL matrices are column-major: m[c][r]. Here every mat3x3 holds ROWS in its "columns" (m[r] is row r).
+    var o: mat3x3<f32>;
+    let bt = transpose(b);
+    for (var r = 0; r < 3; r++) {
+        o[r] = vec3<f32>(dot3(a[r], bt[0]), dot3(a[r], bt[1]), dot3(a[r], bt[2]));
+    }
+    return o;
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 256u;
+    if i >= cam.counts.x {
+        return;
+    }
+    let rest = cam.counts.z;
+    let stride = 14u + rest;
+    let o0 = i * stride;
+    for (var k = 0u; k < stride; k++) {
+        out[o0 + k] = 0.0;
+    }
+    if radii[i] == 0u {
+        return;
+    }
+    // Geometry, as in the forward (rows stored in matrix "columns", see mul33).
+    let rc = mat3x3<f32>(cam.r0.xyz, cam.r1.xyz, cam.r2.xyz);
+    let mean = vec3<f32>(means[3u * i], means[3u * i + 1u], means[3u * i + 2u]);
+    let p = vec3<f32>(dot3(rc[0], mean), dot3(rc[1], mean), dot3(rc[2], mean)) + vec3<f32>(cam.r0.w, cam.r1.w, cam.r2.w);
+    let q_raw = vec4<f32>(rotations[4u * i], rotations[4u * i + 1u], rotations[4u * i + 2u], rotations[4u * i + 3u]);
+    let qn = sqrt(((q_raw.x * q_raw.x + q_raw.y * q_raw.y) + q_raw.z * q_raw.z) + q_raw.w * q_raw.w);
+    let quat = q_raw / qn;
+    let w = quat.x;
+    let x = quat.y;
+    let y = quat.z;
+    let z = quat.w;
+    let rot = mat3x3<f32>(
+        vec3<f32>(1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y)),
+        vec3<f32>(2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x)),
+        vec3<f32>(2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)),
+    );
+    let s = vec3<f32>(exp(log_scales[3u * i]), exp(log_scales[3u * i + 1u]), exp(log_scales[3u * i + 2u]));
+    let m = mat3x3<f32>(rot[0] * s, rot[1] * s, rot[2] * s);
+    let sigma = mul33(m, transpose(m));
+    let zz = p.z;
+    let z2 = zz * zz;
+    let rx = p.x / zz;
+    let ry = p.y / zz;
+    let x_in = rx >= -cam.lim.x && rx <= cam.lim.x;
+    let y_in = ry >= -cam.lim.y && ry <= cam.lim.y;
+    let xz = min(max(rx, -cam.lim.x), cam.lim.x);
+    let yz = min(max(ry, -cam.lim.y), cam.lim.y);
+    let fx = cam.intr.x;
+    let fy = cam.intr.y;
+    let j0 = vec3<f32>(fx / zz, 0.0, -fx * xz / zz);
+    let j1 = vec3<f32>(0.0, fy / zz, -fy * yz / zz);
+    let rct = transpose(rc);
+    // T = J R_cam (rows t0, t1).
+    let t0 = vec3<f32>(dot3(j0, rct[0]), dot3(j0, rct[1]), dot3(j0, rct[2]));
+    let t1 = vec3<f32>(dot3(j1, rct[0]), dot3(j1, rct[1]), dot3(j1, rct[2]));
+
+    let g = 9u * i;
+    // Conic -> 2D covariance: G = -Q G_Q Q.
+    let cq = vec3<f32>(conics[3u * i], conics[3u * i + 1u], conics[3u * i + 2u]);
+    let gq = vec3<f32>(projected_grads[g + 2u], projected_grads[g + 3u], projected_grads[g + 4u]);
+    let qm = mat2x2<f32>(vec2<f32>(cq.x, cq.y), vec2<f32>(cq.y, cq.z));
+    let gqm = mat2x2<f32>(vec2<f32>(gq.x, gq.y / 2.0), vec2<f32>(gq.y / 2.0, gq.z));
+    // Symmetric, so row/column storage does not matter here.
+    let g_cov2 = (qm * gqm * qm) * -1.0;
+    // G_Sigma = T^T G T; G_T = 2 G T Sigma.
+    var g_sigma: mat3x3<f32>;
+    for (var r = 0; r < 3; r++) {
+        for (var c = 0; c < 3; c++) {
+            let tr = vec2<f32>(t0[r], t1[r]);
+            let tc = vec2<f32>(t0[c], t1[c]);
+            g_sigma[r][c] = (tr.x * (g_cov2[0][0] * tc.x + g_cov2[0][1] * tc.y)) + tr.y * (g_cov2[1][0] * tc.x + g_cov2[1][1] * tc.y);
+        }
+    }
+    // (G T) rows, then times Sigma.
+    let gt0 = g_cov2[0][0] * t0 + g_cov2[0][1] * t1;
+    let gt1 = g_cov2[1][0] * t0 + g_cov2[1][1] * t1;
+    let sigt = transpose(sigma);
+    let g_t0 = 2.0 * vec3<f32>(dot3(gt0, sigt[0]), dot3(gt0, sigt[1]), dot3(gt0, sigt[2]));
+    let g_t1 = 2.0 * vec3<f32>(dot3(gt1, sigt[0]), dot3(gt1, sigt[1]), dot3(gt1, sigt[2]));
+    // G_M = 2 G_Sigma M.
+    let g_m = mul33(g_sigma, m);
+    var g_rot: mat3x3<f32>;
+    var g_ls = vec3<f32>(0.0);
+    for (var r = 0; r < 3; r++) {
+        for (var c = 0; c < 3; c++) {
+            let gm = 2.0 * g_m[r][c];
+            g_rot[r][c] = gm * s[c];
+            g_ls[c] += gm * rot[r][c] * s[c];
+        }
+    }
+    // Quaternion (through the normalization).
+    let gr = g_rot;
+    let gw = 2.0 * (-z * gr[0][1] + y * gr[0][2] + z * gr[1][0] - x * gr[1][2] - y * gr[2][0] + x * gr[2][1]);
+    let gx = 2.0 * (y * gr[0][1] + z * gr[0][2] + y * gr[1][0] - w * gr[1][2] + z * gr[2][0] + w * gr[2][1]) - 4.0 * x * (gr[1][1] + gr[2][2]);
+    let gy = 2.0 * (x * gr[0][1] + w * gr[0][2] + x * gr[1][0] + z * gr[1][2] - w * gr[2][0] + z * gr[2][1]) - 4.0 * y * (gr[0][0] + gr[2][2]);
+    let gz = 2.0 * (-w * gr[0][1] + x * gr[0][2] + w * gr[1][0] + y * gr[1][2] + x * gr[2][0] + y * gr[2][1]) - 4.0 * z * (gr[0][0] + gr[1][1]);
+    let gqn = vec4<f32>(gw, gx, gy, gz);
+    let gdot = ((quat.x * gqn.x + quat.y * gqn.y) + quat.z * gqn.z) + quat.w * gqn.w;
+    let g_quat = (gqn - quat * gdot) / qn;
+
+    // T = J R -> J -> camera-space mean.
+    let g_j0 = vec3<f32>(dot3(g_t0, rc[0]), dot3(g_t0, rc[1]), dot3(g_t0, rc[2]));
+    let g_j1 = vec3<f32>(dot3(g_t1, rc[0]), dot3(g_t1, rc[1]), dot3(g_t1, rc[2]));
+    var gp = vec3<f32>(0.0);
+    gp.z += g_j0.x * (-fx / z2) + g_j1.y * (-fy / z2);
+    gp.z += g_j0.z * fx * xz / z2 + g_j1.z * fy * yz / z2;
+    let g_xz = g_j0.z * (-fx / zz);
+    let g_yz = g_j1.z * (-fy / zz);
+    if x_in {
+        gp.x += g_xz / zz;
+        gp.z -= g_xz * p.x / z2;
+    }
+    if y_in {
+        gp.y += g_yz / zz;
+        gp.z -= g_yz * p.y / z2;
+    }
+    let gu = projected_grads[g];
+    let gv = projected_grads[g + 1u];
+    gp.x += gu * fx / zz;
+    gp.y += gv * fy / zz;
+    gp.z -= (gu * fx * p.x + gv * fy * p.y) / z2;
+    // R_cam^T gp.
+    var g_mean = vec3<f32>(dot3(rct[0], gp), dot3(rct[1], gp), dot3(rct[2], gp));
+
+    // Opacity logit.
+    let o = opacities[i];
+    let g_logit = projected_grads[g + 8u] * o * (1.0 - o);
+
+    // Colour: SH coefficients and the mean through the view direction.
+    let flags = clamped[i];
+    var gc = vec3<f32>(projected_grads[g + 5u], projected_grads[g + 6u], projected_grads[g + 7u]);
+    for (var ch = 0u; ch < 3u; ch++) {
+        if (flags & (1u << ch)) != 0u {
+            gc[ch] = 0.0;
+        }
+    }
+    let dv = mean - cam.center.xyz;
+    let norm = sqrt((dv.x * dv.x + dv.y * dv.y) + dv.z * dv.z);
+    let d = dv / norm;
+    let coeffs = cam.counts.y;
+    var b: array<f32, 16>;
+    b[0] = SH_C0;
+    let xx = d.x * d.x;
+    let yy = d.y * d.y;
+    let zd = d.z * d.z;
+    if coeffs > 1u {
+        b[1] = -SH_C1 * d.y;
+        b[2] = SH_C1 * d.z;
+        b[3] = -SH_C1 * d.x;
+    }
+    if coeffs > 4u {
+        b[4] = SH_C2[0] * (d.x * d.y);
+        b[5] = SH_C2[1] * (d.y * d.z);
+        b[6] = SH_C2[2] * (2.0 * zd - xx - yy);
+        b[7] = SH_C2[3] * (d.x * d.z);
+        b[8] = SH_C2[4] * (xx - yy);
+    }
+    if coeffs > 9u {
+        b[9] = SH_C3[0] * d.y * (3.0 * xx - yy);
+        b[10] = SH_C3[1] * (d.x * d.y) * d.z;
+        b[11] = SH_C3[2] * d.y * (4.0 * zd - xx - yy);
+        b[12] = SH_C3[3] * d.z * (2.0 * zd - 3.0 * xx - 3.0 * yy);
+        b[13] = SH_C3[4] * d.x * (4.0 * zd - xx - yy);
+        b[14] = SH_C3[5] * d.z * (xx - yy);
+        b[15] = SH_C3[6] * d.x * (xx - 3.0 * yy);
+    }
+    var gb: array<f32, 16>;
+    for (var ch = 0u; ch < 3u; ch++) {
+        out[o0 + 11u + ch] = b[0] * gc[ch];
+        gb[0] += sh_dc[3u * i + ch] * gc[ch];
+        for (var k = 1u; k < coeffs; k++) {
+            let at = (k - 1u) * 3u + ch;
+            out[o0 + 14u + at] = b[k] * gc[ch];
+            gb[k] += sh_rest[i * rest + at] * gc[ch];
+        }
+    }
+    if coeffs > 1u {
+        var gd = vec3<f32>(0.0);
+        gd.x -= SH_C1 * gb[3];
+        gd.y -= SH_C1 * gb[1];
+        gd.z += SH_C1 * gb[2];
+        if coeffs > 4u {
+            gd += gb[4] * SH_C2[0] * vec3<f32>(d.y, d.x, 0.0);
+            gd += gb[5] * SH_C2[1] * vec3<f32>(0.0, d.z, d.y);
+            gd += gb[6] * SH_C2[2] * vec3<f32>(-2.0 * d.x, -2.0 * d.y, 4.0 * d.z);
+            gd += gb[7] * SH_C2[3] * vec3<f32>(d.z, 0.0, d.x);
+            gd += gb[8] * SH_C2[4] * vec3<f32>(2.0 * d.x, -2.0 * d.y, 0.0);
+        }
+        if coeffs > 9u {
+            gd += gb[9] * SH_C3[0] * vec3<f32>(6.0 * d.x * d.y, 3.0 * xx - 3.0 * yy, 0.0);
+            gd += gb[10] * SH_C3[1] * vec3<f32>(d.y * d.z, d.x * d.z, d.x * d.y);
+            gd += gb[11] * SH_C3[2] * vec3<f32>(-2.0 * d.x * d.y, 4.0 * zd - xx - 3.0 * yy, 8.0 * d.y * d.z);
+            gd += gb[12] * SH_C3[3] * vec3<f32>(-6.0 * d.x * d.z, -6.0 * d.y * d.z, 6.0 * zd - 3.0 * xx - 3.0 * yy);
+            gd += gb[13] * SH_C3[4] * vec3<f32>(4.0 * zd - 3.0 * xx - yy, -2.0 * d.x * d.y, 8.0 * d.x * d.z);
+            gd += gb[14] * SH_C3[5] * vec3<f32>(2.0 * d.x * d.z, -2.0 * d.y * d.z, xx - yy);
+            gd += gb[15] * SH_C3[6] * vec3<f32>(3.0 * xx - 3.0 * yy, -6.0 * d.x * d.y, 0.0);
+        }
+        let dd = dot3(d, gd);
+        g_mean += (gd - d * dd) / norm;
+    }
+    out[o0] = g_mean.x;
+    out[o0 + 1u] = g_mean.y;
+    out[o0 + 2u] = g_mean.z;
+    out[o0 + 3u] = g_ls.x;
+    out[o0 + 4u] = g_ls.y;
+    out[o0 + 5u] = g_ls.z;
+    out[o0 + 6u] = g_quat.x;
+    out[o0 + 7u] = g_quat.y;
+    out[o0 + 8u] = g_quat.z;
+    out[o0 + 9u] = g_quat.w;
+    out[o0 + 10u] = g_logit;
+}
