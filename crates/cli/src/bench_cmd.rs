@@ -45,7 +45,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         sh_degree: args.sh_degree,
         seed: 0,
     };
-    let report = bench::run(&ds, &opts, args.backend.make());
+    let report = bench::run(&ds, &opts, args.backend.make()?);
     print!("{}", bench::format_table(&report));
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report).expect("serializable");

@@ -50,7 +50,7 @@ pub fn demo(args: DemoArgs) -> Result<()> {
     };
     let ds = load_dataset(&data, &cfg.load)?;
     let mut progress = Progress::new(0, cfg.train.iterations);
-    let backend = args.backend;
+    let backend = args.backend.choose()?;
     let metrics = run::train_run(
         &args.out,
         &cfg,

@@ -150,7 +150,7 @@ pub fn render(args: RenderArgs) -> Result<()> {
         }
         settings.background[k] = background[k] as f32;
     }
-    let mut backend = args.backend.make();
+    let mut backend = args.backend.make()?;
     let mut buffers = Buffers::default();
     let mut stage_times: Vec<Vec<(&'static str, Duration)>> = Vec::new();
     let mut totals = Vec::new();

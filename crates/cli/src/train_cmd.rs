@@ -274,13 +274,75 @@ pub enum BackendArg {
     Cpu,
     /// The single-threaded reference the others are tested against.
     Reference,
+    /// Every stage on the GPU (wgpu: Vulkan, Metal or DX12); a software device such as lavapipe is
+    /// accepted when there is no hardware GPU. The loss, Adam and densification still run on the CPU,
+    /// with each stage's data copied to and from the device (see NOTES.md).
+    Gpu,
+    /// A hardware GPU when there is one, else the fast CPU path (never a software GPU).
+    Auto,
+}
+
+/// A resolved backend choice: the GPU device is opened once and shared by every backend made from it.
+#[derive(Clone)]
+pub enum ChosenBackend {
+    Cpu,
+    Reference,
+    Gpu(Arc<splat_gpu::GpuContext>),
 }
 
 impl BackendArg {
-    pub fn make(self) -> Box<dyn Backend + Send> {
+    /// Opens the GPU when one is wanted and prints which adapter was chosen.
+    pub fn choose(self) -> Result<ChosenBackend> {
+        use splat_gpu::{AdapterChoice, GpuContext};
+        let announce = |ctx: GpuContext| {
+            eprintln!(
+                "GPU: {}{}",
+                ctx.describe(),
+                if ctx.is_software() {
+                    " (a software device: correct but slow)"
+                } else {
+                    ""
+                }
+            );
+            ChosenBackend::Gpu(Arc::new(ctx))
+        };
+        Ok(match self {
+            BackendArg::Cpu => ChosenBackend::Cpu,
+            BackendArg::Reference => ChosenBackend::Reference,
+            BackendArg::Gpu => announce(
+                GpuContext::new(AdapterChoice::Any)
+                    .context("--backend gpu: cannot open a GPU (install a Vulkan driver, e.g. mesa-vulkan-drivers)")?,
+            ),
+            BackendArg::Auto => match GpuContext::new(AdapterChoice::Hardware) {
+                Ok(ctx) => announce(ctx),
+                Err(e) => {
+                    eprintln!("--backend auto: {e}; using the fast CPU path");
+                    ChosenBackend::Cpu
+                }
+            },
+        })
+    }
+
+    /// Chooses and makes one backend.
+    pub fn make(self) -> Result<Box<dyn Backend + Send>> {
+        Ok(self.choose()?.make())
+    }
+}
+
+impl ChosenBackend {
+    pub fn make(&self) -> Box<dyn Backend + Send> {
         match self {
-            BackendArg::Cpu => Box::new(CpuBackend::new()),
-            BackendArg::Reference => Box::new(ReferenceBackend),
+            ChosenBackend::Cpu => Box::new(CpuBackend::new()),
+            ChosenBackend::Reference => Box::new(ReferenceBackend),
+            ChosenBackend::Gpu(ctx) => Box::new(splat_gpu::GpuBackend::new(ctx.clone())),
+        }
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            ChosenBackend::Cpu => "cpu".into(),
+            ChosenBackend::Reference => "reference".into(),
+            ChosenBackend::Gpu(ctx) => format!("gpu ({})", ctx.info.name),
         }
     }
 }
@@ -433,6 +495,7 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
         Start::Fresh => 0,
     };
     let steps = cfg.train.per_step().iterations;
+    let backend = args.backend.choose()?;
     if rank == 0 {
         eprintln!(
             "training {steps} steps{} on the {} backend{} into {}",
@@ -444,7 +507,7 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
             } else {
                 String::new()
             },
-            args.backend.make().name(),
+            backend.name(),
             if ranks > 1 {
                 format!(", {ranks} MPI ranks")
             } else {
@@ -454,7 +517,6 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
         );
     }
     let mut progress = Progress::new(first, steps);
-    let backend = args.backend;
     let live = if args.view && rank == 0 {
         let (views, up) = crate::view_cmd::dataset_views(&ds)?;
         let len = up.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12);
@@ -615,7 +677,7 @@ pub fn eval(args: EvalArgs) -> Result<()> {
     let ds = eval_dataset(&args.data, &args.data_args, &cfg)?;
     let (views, split) = ds.eval_views();
     let degree = args.sh_degree.unwrap_or(g.sh_degree).min(g.sh_degree);
-    let mut backend = args.backend.make();
+    let mut backend = args.backend.make()?;
     let m = evaluate(
         backend.as_mut(),
         &g,
@@ -652,7 +714,7 @@ pub fn render_dataset(
     std::fs::create_dir_all(out)
         .with_context(|| format!("{}: cannot create the folder", out.display()))?;
     let degree = sh_degree.unwrap_or(g.sh_degree).min(g.sh_degree);
-    let mut backend = backend.make();
+    let mut backend = backend.make()?;
     let mut err = None;
     let m = evaluate(
         backend.as_mut(),
