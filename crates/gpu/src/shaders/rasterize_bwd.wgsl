@@ -1,7 +1,7 @@
 // Rasterize backward, without float atomics and deterministic:
 // - `tiles`: a workgroup per tile walks the tile's list back to front (as the reference walks each pixel's
 //   list), each invocation computes its pixel's gradient contributions to the current Gaussian, and the
-//   workgroup sums them (a fixed tree) into one record of 9 values per (tile, Gaussian) intersection:
+//   workgroup sums them (in a fixed order) into one record of 9 values per (tile, Gaussian) intersection:
 //   grad mean2d (2), conic (3), colour (3), opacity (1).
 // - `gather`: an invocation per Gaussian finds its entry in each tile it touches (binary search on
 //   (depth, id), the list's order) and adds the records in tile order, the order the fast CPU path uses.
@@ -39,6 +39,7 @@ var<workgroup> s_mean: array<vec2<f32>, 64>;
 var<workgroup> s_conic: array<vec4<f32>, 64>;
 var<workgroup> s_color: array<vec3<f32>, 64>;
 var<workgroup> red: array<array<f32, 256>, 9>;
+var<workgroup> partial: array<array<f32, 16>, 9>;
 var<workgroup> max_n: atomic<u32>;
 
 @compute @workgroup_size(16, 16)
@@ -116,21 +117,27 @@ fn tiles(
                 red[c][li] = v[c];
             }
             workgroupBarrier();
-            for (var s = 128u; s > 0u; s = s / 2u) {
-                if li < s {
-                    for (var c = 0u; c < 9u; c++) {
-                        red[c][li] += red[c][li + s];
-                    }
+            // Two fixed levels (two barriers instead of a tree's nine): 144 invocations sum 16 pixels each
+            // of one value, then 9 sum the 16 partials.
+            if li < 144u {
+                let c = li / 16u;
+                let part = li % 16u;
+                var acc = 0.0;
+                for (var k = 0u; k < 16u; k++) {
+                    acc += red[c][part * 16u + k];
                 }
-                workgroupBarrier();
-            }
-            if li == 0u {
-                let r = (range.x + pos - 1u) * 9u;
-                for (var c = 0u; c < 9u; c++) {
-                    records[r + c] = red[c][0];
-                }
+                partial[c][part] = acc;
             }
             workgroupBarrier();
+            if li < 9u {
+                var acc = 0.0;
+                for (var k = 0u; k < 16u; k++) {
+                    acc += partial[li][k];
+                }
+                records[(range.x + pos - 1u) * 9u + li] = acc;
+            }
+            // `partial` is next written after the next iteration's first barrier, which every reader
+            // above reaches only after reading: no third barrier needed.
         }
         end = start;
     }
