@@ -7,6 +7,7 @@
 //! backward stages, the loss, Adam and densification follow; until they exist the backend is not offered
 //! on the command line. See NOTES.md.
 
+pub mod adam;
 pub mod backend;
 pub mod bin;
 pub mod context;
@@ -16,6 +17,7 @@ pub mod project_bwd;
 pub mod rasterize;
 pub mod scan;
 
+pub use adam::GpuAdam;
 pub use backend::GpuBackend;
 pub use bin::GpuBin;
 pub use context::{AdapterChoice, GpuContext, GpuError};
