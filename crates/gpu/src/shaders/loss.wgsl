@@ -1,0 +1,174 @@
+// The training loss (1 - lambda) L1 + lambda (1 - SSIM) and its gradient, as `splat_train::loss`: SSIM with
+// an 11-tap Gaussian window (sigma 1.5) as two separable passes with zero padding, per channel, C1 = 0.01^2,
+// C2 = 0.03^2. Planes are channel-planar, plane q = quantity * 3 + channel, each h x w.
+// Passes: `products` (x, y, x^2, y^2, xy), `blur_h` and `blur_v` over any number of planes, `ssim_map`
+// (the map and its three coefficients), `row_sums` (of the map and of |x - y|, for the loss value), `blur`
+// of the coefficients, then `grad`.
+
+struct Params {
+    // width, height, planes in this pass, unused.
+    dims: vec4<u32>,
+    // taps 0..3, 4..7, 8..10 (+ unused).
+    t0: vec4<f32>,
+    t1: vec4<f32>,
+    t2: vec4<f32>,
+    // l1 weight / n, ssim scale (-lambda / n), C1, C2.
+    k: vec4<f32>,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> render: array<f32>;
+@group(0) @binding(2) var<storage, read> target_img: array<f32>;
+@group(0) @binding(3) var<storage, read> src: array<f32>;
+@group(0) @binding(4) var<storage, read_write> dst: array<f32>;
+// `ssim_map` writes the map (3 planes) and the coefficients (9 planes: g_mu, g_xx, g_xy x 3 channels).
+@group(0) @binding(5) var<storage, read_write> map: array<f32>;
+@group(0) @binding(6) var<storage, read_write> sums: array<f32>;
+@group(0) @binding(7) var<storage, read_write> grad: array<f32>;
+
+fn tap(k: u32) -> f32 {
+    if k < 4u {
+        return params.t0[k];
+    }
+    if k < 8u {
+        return params.t1[k - 4u];
+    }
+    return params.t2[k - 8u];
+}
+
+@compute @workgroup_size(16, 16)
+fn products(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let w = params.dims.x;
+    let h = params.dims.y;
+    if gid.x >= w || gid.y >= h {
+        return;
+    }
+    let c = gid.z;
+    let p = gid.y * w + gid.x;
+    let u = render[3u * p + c];
+    let v = target_img[3u * p + c];
+    let plane = w * h;
+    dst[(0u * 3u + c) * plane + p] = u;
+    dst[(1u * 3u + c) * plane + p] = v;
+    dst[(2u * 3u + c) * plane + p] = u * u;
+    dst[(3u * 3u + c) * plane + p] = v * v;
+    dst[(4u * 3u + c) * plane + p] = u * v;
+}
+
+@compute @workgroup_size(16, 16)
+fn blur_h(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let w = params.dims.x;
+    let h = params.dims.y;
+    if gid.x >= w || gid.y >= h {
+        return;
+    }
+    let base = gid.z * w * h + gid.y * w;
+    var acc = 0.0;
+    for (var k = 0u; k < 11u; k++) {
+        let sx = i32(gid.x) + i32(k) - 5;
+        if sx >= 0 && sx < i32(w) {
+            acc += tap(k) * src[base + u32(sx)];
+        }
+    }
+    dst[base + gid.x] = acc;
+}
+
+@compute @workgroup_size(16, 16)
+fn blur_v(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let w = params.dims.x;
+    let h = params.dims.y;
+    if gid.x >= w || gid.y >= h {
+        return;
+    }
+    let base = gid.z * w * h;
+    var acc = 0.0;
+    for (var k = 0u; k < 11u; k++) {
+        let sy = i32(gid.y) + i32(k) - 5;
+        if sy >= 0 && sy < i32(h) {
+            acc += tap(k) * src[base + u32(sy) * w + gid.x];
+        }
+    }
+    dst[base + gid.y * w + gid.x] = acc;
+}
+
+// src: the blurred products (15 planes). map: 3 map planes then 9 coefficient planes.
+@compute @workgroup_size(16, 16)
+fn ssim_map(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let w = params.dims.x;
+    let h = params.dims.y;
+    if gid.x >= w || gid.y >= h {
+        return;
+    }
+    let c = gid.z;
+    let plane = w * h;
+    let p = gid.y * w + gid.x;
+    let mx = src[(0u * 3u + c) * plane + p];
+    let my = src[(1u * 3u + c) * plane + p];
+    let sxx = src[(2u * 3u + c) * plane + p] - mx * mx;
+    let syy = src[(3u * 3u + c) * plane + p] - my * my;
+    let sxy = src[(4u * 3u + c) * plane + p] - mx * my;
+    let c1 = params.k.z;
+    let c2 = params.k.w;
+    let a1 = 2.0 * mx * my + c1;
+    let a2 = 2.0 * sxy + c2;
+    let b1 = mx * mx + my * my + c1;
+    let b2 = sxx + syy + c2;
+    let inv = 1.0 / (b1 * b2);
+    let s = a1 * a2 * inv;
+    let ds_dmx = 2.0 * my * a2 * inv - 2.0 * mx * s * (b2 * inv);
+    let ds_dsxx = -s * (b1 * inv);
+    let ds_dsxy = 2.0 * a1 * inv;
+    map[c * plane + p] = s;
+    map[(3u + 0u * 3u + c) * plane + p] = ds_dmx - 2.0 * mx * ds_dsxx - my * ds_dsxy;
+    map[(3u + 1u * 3u + c) * plane + p] = ds_dsxx;
+    map[(3u + 2u * 3u + c) * plane + p] = ds_dsxy;
+}
+
+// One invocation per row: the row's SSIM map over the channels (sums[y]) and its |x - y| (sums[h + y]).
+@compute @workgroup_size(64)
+fn row_sums(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let w = params.dims.x;
+    let h = params.dims.y;
+    let y = gid.x;
+    if y >= h {
+        return;
+    }
+    let plane = w * h;
+    var s = 0.0;
+    var l1 = 0.0;
+    for (var c = 0u; c < 3u; c++) {
+        for (var x = 0u; x < w; x++) {
+            s += map[c * plane + y * w + x];
+        }
+    }
+    for (var i = 3u * y * w; i < 3u * (y + 1u) * w; i++) {
+        l1 += abs(render[i] - target_img[i]);
+    }
+    sums[y] = s;
+    sums[h + y] = l1;
+}
+
+// src: the blurred coefficients (9 planes).
+@compute @workgroup_size(16, 16)
+fn grad_pass(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let w = params.dims.x;
+    let h = params.dims.y;
+    if gid.x >= w || gid.y >= h {
+        return;
+    }
+    let c = gid.z;
+    let plane = w * h;
+    let p = gid.y * w + gid.x;
+    let i = 3u * p + c;
+    let u = render[i];
+    let v = target_img[i];
+    let d = u - v;
+    var s = 0.0;
+    if d > 0.0 {
+        s = 1.0;
+    } else if d < 0.0 {
+        s = -1.0;
+    }
+    let ssim_d = src[(0u * 3u + c) * plane + p] + 2.0 * u * src[(1u * 3u + c) * plane + p] + v * src[(2u * 3u + c) * plane + p];
+    grad[i] = params.k.x * s + params.k.y * ssim_d;
+}
