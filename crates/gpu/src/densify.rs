@@ -1,0 +1,112 @@
+//! Densification statistics on the GPU (`shaders/densify_stats.wgsl`). The edits (clone, split, prune)
+//! are still done on the host.
+
+use splat_render::{Projected, ProjectedGrads};
+use wgpu::util::DeviceExt;
+
+use crate::context::{GpuContext, GpuError};
+use crate::kernel::{groups_for, module};
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct StatsParams {
+    n: [u32; 4],
+    half: [f32; 4],
+}
+
+pub struct GpuDensifyStats {
+    pipeline: wgpu::ComputePipeline,
+}
+
+impl GpuDensifyStats {
+    pub fn new(ctx: &GpuContext) -> Self {
+        let m = module(
+            ctx,
+            "densify_stats.wgsl",
+            include_str!("shaders/densify_stats.wgsl"),
+        );
+        let pipeline = ctx
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some("densify stats"),
+                layout: None,
+                module: &m,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+        GpuDensifyStats { pipeline }
+    }
+
+    /// The per-stage interface: adds one view's statistics into the running `grad_accum`, `grad_count`
+    /// and `max_radii` (host arrays, uploaded and read back).
+    #[allow(clippy::too_many_arguments)]
+    pub fn accumulate(
+        &self,
+        ctx: &GpuContext,
+        projected: &Projected<f32>,
+        grads: &ProjectedGrads<f32>,
+        width: u32,
+        height: u32,
+        grad_accum: &mut [f32],
+        grad_count: &mut [f32],
+        max_radii: &mut [f32],
+    ) -> Result<(), GpuError> {
+        let n = projected.len();
+        let packed: Vec<f32> = (0..n)
+            .flat_map(|i| {
+                let m = grads.grad_means2d[i];
+                [m[0], m[1], 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+            })
+            .collect();
+        let radii = ctx.storage_from("radii", &projected.radii);
+        let pg = ctx.storage_from("projected grads", &packed);
+        let acc = ctx.storage_from("grad accum", grad_accum);
+        let cnt = ctx.storage_from("grad count", grad_count);
+        let mr = ctx.storage_from("max radii", max_radii);
+        let params = StatsParams {
+            n: [n as u32, 0, 0, 0],
+            half: [0.5 * width as f32, 0.5 * height as f32, 0.0, 0.0],
+        };
+        let uniform = ctx
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("densify stats"),
+                contents: bytemuck::bytes_of(&params),
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+        let entries: Vec<wgpu::BindGroupEntry> = [&uniform, &radii, &pg, &acc, &cnt, &mr]
+            .iter()
+            .enumerate()
+            .map(|(k, b)| wgpu::BindGroupEntry {
+                binding: k as u32,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("densify stats"),
+            layout: &self.pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        });
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("densify stats"),
+            });
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("densify stats"),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&self.pipeline);
+            pass.set_bind_group(0, &bind, &[]);
+            let (x, y) = ctx.dispatch_size(groups_for(n as u32));
+            pass.dispatch_workgroups(x, y, 1);
+        }
+        ctx.queue.submit([enc.finish()]);
+        grad_accum.copy_from_slice(&ctx.read::<f32>(&acc, n)?);
+        grad_count.copy_from_slice(&ctx.read::<f32>(&cnt, n)?);
+        max_radii.copy_from_slice(&ctx.read::<f32>(&mr, n)?);
+        Ok(())
+    }
+}
