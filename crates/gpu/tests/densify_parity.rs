@@ -71,7 +71,7 @@ fn densify_stats_match_the_cpu() {
     }
     assert_eq!(cnt_gpu, cnt_cpu);
     assert_eq!(rad_gpu, rad_cpu);
-    assert!(cnt_cpu.iter().any(|&c| c == 2.0), "no Gaussian seen twice");
+    assert!(cnt_cpu.contains(&2.0), "no Gaussian seen twice");
     for i in 0..n {
         let (a, b) = (acc_gpu[i], acc_cpu[i]);
         assert!((a - b).abs() <= 1e-6 * b.abs(), "{i}: gpu {a} vs cpu {b}");
