@@ -1,11 +1,11 @@
 //! The wgpu backend: one WGSL compute shader per pipeline stage, run on any GPU wgpu reaches (Vulkan,
 //! Metal, DX12) and, for tests, on Mesa's software Vulkan device (lavapipe).
 //!
-//! State of this crate (issue 7 is in progress): the device context with adapter selection and limits,
-//! the project + SH stage, the bin stage (count, prefix sum, radix sort, ranges) and the rasterize
-//! forward, with parity tests against the CPU reference. The
-//! backward stages, the loss, Adam and densification follow; until they exist the backend is not offered
-//! on the command line. See NOTES.md.
+//! State (issue 7 is in progress): the device context with adapter selection and limits; every render
+//! stage forward and backward (project + SH, bin: count, prefix sum, radix sort, ranges; rasterize) behind
+//! the stage interface as [`GpuBackend`], which `--backend gpu|auto` uses; kernels for the loss, Adam and
+//! the densification statistics. Each has a parity test against the CPU. Not yet: densification edits
+//! on the device and the resident trainer (blocks of steps per submission). See NOTES.md.
 
 pub mod adam;
 pub mod backend;
