@@ -29,7 +29,7 @@ pub struct AdamBuffers<'a> {
 
 impl GpuAdam {
     pub fn new(ctx: &GpuContext) -> Self {
-        let m = module(ctx, "adam.wgsl", include_str!("shaders/adam.wgsl"));
+        let m = module(ctx, "adam.wgsl", crate::shaders::ADAM);
         let pipeline = ctx
             .device
             .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {

@@ -37,21 +37,9 @@ fn bits_for(tiles: u32) -> u32 {
 
 impl GpuBin {
     pub fn new(ctx: &GpuContext) -> Self {
-        let count = module(
-            ctx,
-            "tile_count.wgsl",
-            include_str!("shaders/tile_count.wgsl"),
-        );
-        let sort = module(
-            ctx,
-            "radix_sort.wgsl",
-            include_str!("shaders/radix_sort.wgsl"),
-        );
-        let ranges = module(
-            ctx,
-            "tile_ranges.wgsl",
-            include_str!("shaders/tile_ranges.wgsl"),
-        );
+        let count = module(ctx, "tile_count.wgsl", crate::shaders::TILE_COUNT);
+        let sort = module(ctx, "radix_sort.wgsl", crate::shaders::RADIX_SORT);
+        let ranges = module(ctx, "tile_ranges.wgsl", crate::shaders::TILE_RANGES);
         GpuBin {
             count: Kernel::new(ctx, &count, "tile count", "count"),
             emit: Kernel::new(ctx, &count, "tile emit", "emit"),

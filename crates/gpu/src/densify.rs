@@ -20,11 +20,7 @@ pub struct GpuDensifyStats {
 
 impl GpuDensifyStats {
     pub fn new(ctx: &GpuContext) -> Self {
-        let m = module(
-            ctx,
-            "densify_stats.wgsl",
-            include_str!("shaders/densify_stats.wgsl"),
-        );
+        let m = module(ctx, "densify_stats.wgsl", crate::shaders::DENSIFY_STATS);
         let pipeline = ctx
             .device
             .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {

@@ -18,6 +18,7 @@ pub mod project;
 pub mod project_bwd;
 pub mod rasterize;
 pub mod scan;
+pub mod shaders;
 
 pub use adam::GpuAdam;
 pub use backend::GpuBackend;

@@ -30,7 +30,7 @@ pub struct GpuLoss {
 
 impl GpuLoss {
     pub fn new(ctx: &GpuContext) -> Self {
-        let m = module(ctx, "loss.wgsl", include_str!("shaders/loss.wgsl"));
+        let m = module(ctx, "loss.wgsl", crate::shaders::LOSS);
         let p = |entry: &str| {
             ctx.device
                 .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {

@@ -80,6 +80,80 @@ pub(crate) fn camera_uniform(
     }
 }
 
+/// Records `pipeline` over `n` Gaussians in chunks of `chunk` (see [`chunk_len_for`]): chunk `c` gets the
+/// camera block `camera_for(len)` at binding 0 and, at binding `b`, the sub-range of each
+/// `(b, buffer, words)` holding its Gaussians (`words == 0`: the whole buffer, for an empty per-scene
+/// array such as the SH rest at degree 0).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn record_chunked(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    pipeline: &wgpu::ComputePipeline,
+    layout: &wgpu::BindGroupLayout,
+    n: usize,
+    chunk: usize,
+    camera_for: impl Fn(usize) -> CameraUniform,
+    buffers: &[(u32, &wgpu::Buffer, usize)],
+) {
+    let chunks = n.div_ceil(chunk);
+    let stride = ctx.limits.min_uniform_buffer_offset_alignment.max(256) as usize;
+    let block = std::mem::size_of::<CameraUniform>();
+    let mut bytes = vec![0u8; chunks * stride];
+    for c in 0..chunks {
+        let len = chunk.min(n - c * chunk);
+        bytes[c * stride..][..block].copy_from_slice(bytemuck::bytes_of(&camera_for(len)));
+    }
+    let uniform = wgpu::util::DeviceExt::create_buffer_init(
+        &ctx.device,
+        &wgpu::util::BufferInitDescriptor {
+            label: Some("camera"),
+            contents: &bytes,
+            usage: wgpu::BufferUsages::UNIFORM,
+        },
+    );
+    for c in 0..chunks {
+        let first = c * chunk;
+        let len = chunk.min(n - first);
+        let mut entries = vec![wgpu::BindGroupEntry {
+            binding: 0,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &uniform,
+                offset: (c * stride) as u64,
+                size: std::num::NonZeroU64::new(block as u64),
+            }),
+        }];
+        entries.extend(
+            buffers
+                .iter()
+                .map(|&(binding, buffer, words)| wgpu::BindGroupEntry {
+                    binding,
+                    resource: wgpu::BindingResource::Buffer(if words == 0 {
+                        wgpu::BufferBinding {
+                            buffer,
+                            offset: 0,
+                            size: None,
+                        }
+                    } else {
+                        chunk_binding(buffer, first, len, words)
+                    }),
+                }),
+        );
+        let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout,
+            entries: &entries,
+        });
+        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: None,
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, &bind, &[]);
+        let (x, y) = ctx.dispatch_size((len as u32).div_ceil(WORKGROUP));
+        pass.dispatch_workgroups(x, y, 1);
+    }
+}
+
 /// Compiled pipeline of the stage.
 pub struct GpuProject {
     pipeline: wgpu::ComputePipeline,
@@ -92,7 +166,7 @@ impl GpuProject {
             .device
             .create_shader_module(wgpu::ShaderModuleDescriptor {
                 label: Some("project.wgsl"),
-                source: wgpu::ShaderSource::Wgsl(include_str!("shaders/project.wgsl").into()),
+                source: wgpu::ShaderSource::Wgsl(crate::shaders::PROJECT.into()),
             });
         let storage = |binding: u32, read_only: bool| wgpu::BindGroupLayoutEntry {
             binding,
@@ -192,83 +266,33 @@ impl GpuProject {
 
         let cam = CameraParams::<f32>::new(camera);
         let grid = TileGrid::new(camera.width, camera.height);
-        let coeffs = active_coeffs(settings.sh_degree, gaussians.sh_degree);
-        let chunk = Self::chunk_len(ctx, rest);
-        let chunks = n.div_ceil(chunk);
-        let uniform_stride = ctx.limits.min_uniform_buffer_offset_alignment.max(256) as usize;
-        let mut uniform_bytes = vec![0u8; chunks * uniform_stride];
-        for c in 0..chunks {
-            let len = chunk.min(n - c * chunk);
-            let u = camera_uniform(
-                camera,
-                &cam,
-                &grid,
-                [len as u32, coeffs as u32, rest as u32, 0],
-            );
-            uniform_bytes[c * uniform_stride..][..std::mem::size_of::<CameraUniform>()]
-                .copy_from_slice(bytemuck::bytes_of(&u));
-        }
-        let uniform = wgpu::util::DeviceExt::create_buffer_init(
-            &ctx.device,
-            &wgpu::util::BufferInitDescriptor {
-                label: Some("camera"),
-                contents: &uniform_bytes,
-                usage: wgpu::BufferUsages::UNIFORM,
-            },
+        let coeffs = active_coeffs(settings.sh_degree, gaussians.sh_degree) as u32;
+        let mut bindings: Vec<(u32, &wgpu::Buffer, usize)> = inputs
+            .iter()
+            .enumerate()
+            .map(|(k, b)| (1 + k as u32, b, if k == 5 { rest } else { INPUT_FLOATS[k] }))
+            .collect();
+        bindings.extend(
+            outputs
+                .iter()
+                .enumerate()
+                .map(|(k, b)| (7 + k as u32, b, OUTPUT_WORDS[k])),
         );
-
         let mut enc = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("project"),
             });
-        for c in 0..chunks {
-            let first = c * chunk;
-            let len = chunk.min(n - first);
-            let range = |buf, words| chunk_binding(buf, first, len, words);
-            let mut entries = vec![wgpu::BindGroupEntry {
-                binding: 0,
-                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                    buffer: &uniform,
-                    offset: (c * uniform_stride) as u64,
-                    size: std::num::NonZeroU64::new(std::mem::size_of::<CameraUniform>() as u64),
-                }),
-            }];
-            for (k, buf) in inputs.iter().enumerate() {
-                let words = if k == 5 { rest } else { INPUT_FLOATS[k] };
-                entries.push(wgpu::BindGroupEntry {
-                    binding: 1 + k as u32,
-                    resource: wgpu::BindingResource::Buffer(if words == 0 {
-                        wgpu::BufferBinding {
-                            buffer: buf,
-                            offset: 0,
-                            size: None,
-                        }
-                    } else {
-                        range(buf, words)
-                    }),
-                });
-            }
-            for (k, buf) in outputs.iter().enumerate() {
-                entries.push(wgpu::BindGroupEntry {
-                    binding: 7 + k as u32,
-                    resource: wgpu::BindingResource::Buffer(range(buf, OUTPUT_WORDS[k])),
-                });
-            }
-            let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("project"),
-                layout: &self.layout,
-                entries: &entries,
-            });
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("project"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&self.pipeline);
-            pass.set_bind_group(0, &bind, &[]);
-            let (x, y) = ctx.dispatch_size((len as u32).div_ceil(WORKGROUP));
-            pass.dispatch_workgroups(x, y, 1);
-        }
+        record_chunked(
+            ctx,
+            &mut enc,
+            &self.pipeline,
+            &self.layout,
+            n,
+            Self::chunk_len(ctx, rest),
+            |len| camera_uniform(camera, &cam, &grid, [len as u32, coeffs, rest as u32, 0]),
+            &bindings,
+        );
         ctx.queue.submit([enc.finish()]);
 
         let means2d: Vec<f32> = ctx.read(&outputs[0], n * 2)?;

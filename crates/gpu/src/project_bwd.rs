@@ -7,11 +7,10 @@ use splat_render::project::CameraParams;
 use splat_render::sh::active_coeffs;
 use splat_render::types::reset_grads;
 use splat_render::{GaussianGrads, Projected, ProjectedGrads, RenderSettings};
-use wgpu::util::DeviceExt;
 
 use crate::context::{GpuContext, GpuError};
-use crate::kernel::{groups_for, module};
-use crate::project::{camera_uniform, chunk_binding, chunk_len_for, CameraUniform};
+use crate::kernel::module;
+use crate::project::{camera_uniform, chunk_len_for, record_chunked};
 
 pub struct GpuProjectBackward {
     pipeline: wgpu::ComputePipeline,
@@ -19,11 +18,7 @@ pub struct GpuProjectBackward {
 
 impl GpuProjectBackward {
     pub fn new(ctx: &GpuContext) -> Self {
-        let m = module(
-            ctx,
-            "project_bwd.wgsl",
-            include_str!("shaders/project_bwd.wgsl"),
-        );
+        let m = module(ctx, "project_bwd.wgsl", crate::shaders::PROJECT_BWD);
         let pipeline = ctx
             .device
             .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
@@ -115,78 +110,28 @@ impl GpuProjectBackward {
         let output = ctx.storage("parameter grads", bytes);
         let cam = CameraParams::<f32>::new(camera);
         let grid = TileGrid::new(camera.width, camera.height);
-        let coeffs = active_coeffs(settings.sh_degree, gaussians.sh_degree);
-        let chunk = chunk_len_for(ctx, stride);
-        let uniform_stride = ctx.limits.min_uniform_buffer_offset_alignment.max(256) as usize;
-        let chunks = n.div_ceil(chunk);
-        let mut uniform_bytes = vec![0u8; chunks * uniform_stride];
-        for c in 0..chunks {
-            let len = chunk.min(n - c * chunk);
-            let u = camera_uniform(
-                camera,
-                &cam,
-                &grid,
-                [len as u32, coeffs as u32, rest as u32, 0],
-            );
-            uniform_bytes[c * uniform_stride..][..std::mem::size_of::<CameraUniform>()]
-                .copy_from_slice(bytemuck::bytes_of(&u));
-        }
-        let uniform = ctx
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("camera"),
-                contents: &uniform_bytes,
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
-        let layout = self.pipeline.get_bind_group_layout(0);
+        let coeffs = active_coeffs(settings.sh_degree, gaussians.sh_degree) as u32;
+        let mut bindings: Vec<(u32, &wgpu::Buffer, usize)> = inputs
+            .iter()
+            .enumerate()
+            .map(|(k, (b, words))| (1 + k as u32, b, *words))
+            .collect();
+        bindings.push((11, &output, stride));
         let mut enc = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("project backward"),
             });
-        for c in 0..chunks {
-            let first = c * chunk;
-            let len = chunk.min(n - first);
-            let mut entries = vec![wgpu::BindGroupEntry {
-                binding: 0,
-                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                    buffer: &uniform,
-                    offset: (c * uniform_stride) as u64,
-                    size: std::num::NonZeroU64::new(std::mem::size_of::<CameraUniform>() as u64),
-                }),
-            }];
-            for (k, (buf, words)) in inputs.iter().enumerate() {
-                entries.push(wgpu::BindGroupEntry {
-                    binding: 1 + k as u32,
-                    resource: wgpu::BindingResource::Buffer(if *words == 0 {
-                        wgpu::BufferBinding {
-                            buffer: buf,
-                            offset: 0,
-                            size: None,
-                        }
-                    } else {
-                        chunk_binding(buf, first, len, *words)
-                    }),
-                });
-            }
-            entries.push(wgpu::BindGroupEntry {
-                binding: 11,
-                resource: wgpu::BindingResource::Buffer(chunk_binding(&output, first, len, stride)),
-            });
-            let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("project backward"),
-                layout: &layout,
-                entries: &entries,
-            });
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("project backward"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&self.pipeline);
-            pass.set_bind_group(0, &bind, &[]);
-            let (x, y) = ctx.dispatch_size(groups_for(len as u32));
-            pass.dispatch_workgroups(x, y, 1);
-        }
+        record_chunked(
+            ctx,
+            &mut enc,
+            &self.pipeline,
+            &self.pipeline.get_bind_group_layout(0),
+            n,
+            chunk_len_for(ctx, stride),
+            |len| camera_uniform(camera, &cam, &grid, [len as u32, coeffs, rest as u32, 0]),
+            &bindings,
+        );
         ctx.queue.submit([enc.finish()]);
         let packed: Vec<f32> = ctx.read(&output, n * stride)?;
         for (i, g) in packed.chunks_exact(stride).enumerate() {

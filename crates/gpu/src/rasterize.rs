@@ -88,16 +88,8 @@ pub struct RasterBuffers {
 
 impl GpuRasterize {
     pub fn new(ctx: &GpuContext) -> Self {
-        let fwd = module(
-            ctx,
-            "rasterize_fwd.wgsl",
-            include_str!("shaders/rasterize_fwd.wgsl"),
-        );
-        let bwd = module(
-            ctx,
-            "rasterize_bwd.wgsl",
-            include_str!("shaders/rasterize_bwd.wgsl"),
-        );
+        let fwd = module(ctx, "rasterize_fwd.wgsl", crate::shaders::RASTERIZE_FWD);
+        let bwd = module(ctx, "rasterize_bwd.wgsl", crate::shaders::RASTERIZE_BWD);
         let pipeline = |m: &wgpu::ShaderModule, label: &str, entry: &str| {
             ctx.device
                 .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {

@@ -11,11 +11,7 @@ pub struct GpuScan {
 
 impl GpuScan {
     pub fn new(ctx: &GpuContext) -> Self {
-        let m = module(
-            ctx,
-            "prefix_sum.wgsl",
-            include_str!("shaders/prefix_sum.wgsl"),
-        );
+        let m = module(ctx, "prefix_sum.wgsl", crate::shaders::PREFIX_SUM);
         GpuScan {
             scan_blocks: Kernel::new(ctx, &m, "scan_blocks", "scan_blocks"),
             add_offsets: Kernel::new(ctx, &m, "add_offsets", "add_offsets"),

@@ -1,23 +1,7 @@
 // Project stage: 3D Gaussians to screen-space ellipses, and the view-dependent colour (SH).
 // One invocation per Gaussian; the arithmetic follows `splat_render::project` (the reference) step by step.
-// Arrays are flat f32 (3 per mean, 4 per quaternion, ...) so no vec3 padding rules apply.
-
-struct Camera {
-    // Rows of the world-to-camera rotation, translation in w.
-    r0: vec4<f32>,
-    r1: vec4<f32>,
-    r2: vec4<f32>,
-    // Camera centre in world space (xyz).
-    center: vec4<f32>,
-    // fx, fy, cx, cy.
-    intr: vec4<f32>,
-    // x/z and y/z clamp limits, near plane, dilation.
-    lim: vec4<f32>,
-    // width, height, tiles_x, tiles_y.
-    dims: vec4<u32>,
-    // Gaussian count, active SH coefficients, stored sh_rest floats per Gaussian, first Gaussian of the dispatch.
-    counts: vec4<u32>,
-}
+// Arrays are flat f32 (3 per mean, 4 per quaternion, ...) so no vec3 padding rules apply. `Camera`, the SH
+// constants and `dot3` come from `common_camera.wgsl`.
 
 @group(0) @binding(0) var<uniform> cam: Camera;
 @group(0) @binding(1) var<storage, read> means: array<f32>;
@@ -36,11 +20,6 @@ struct Camera {
 @group(0) @binding(12) var<storage, read_write> opacities: array<f32>;
 @group(0) @binding(13) var<storage, read_write> colors: array<f32>;
 @group(0) @binding(14) var<storage, read_write> clamped: array<u32>;
-
-const SH_C0: f32 = 0.28209479177387814;
-const SH_C1: f32 = 0.4886025119029199;
-const SH_C2 = array<f32, 5>(1.0925484305920792, -1.0925484305920792, 0.31539156525252005, -1.0925484305920792, 0.5462742152960396);
-const SH_C3 = array<f32, 7>(-0.5900435899266435, 2.890611442640554, -0.4570457994644658, 0.3731763325901154, -0.4570457994644658, 1.445305721320277, -0.5900435899266435);
 
 fn clip_tile(x: f32, n: u32) -> u32 {
     // NaN fails every comparison: treat it like <= 0 as the reference does.
@@ -65,14 +44,14 @@ fn invisible(i: u32) {
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    // 2D dispatch when the count exceeds 65,535 workgroups in x.
-    let i = cam.counts.w + gid.x + gid.y * nwg.x * 256u;
+    // 2D dispatch past the per-dimension workgroup limit.
+    let i = gid.x + gid.y * nwg.x * 256u;
     if i >= cam.counts.x {
         return;
     }
     let mean = vec3<f32>(means[3u * i], means[3u * i + 1u], means[3u * i + 2u]);
     // p = R mean + t, row by row as the reference's mat3_vec then + t.
-    let pr = vec3<f32>(dot_ref(cam.r0.xyz, mean), dot_ref(cam.r1.xyz, mean), dot_ref(cam.r2.xyz, mean));
+    let pr = vec3<f32>(dot3(cam.r0.xyz, mean), dot3(cam.r1.xyz, mean), dot3(cam.r2.xyz, mean));
     let p = pr + vec3<f32>(cam.r0.w, cam.r1.w, cam.r2.w);
     if !(p.z > cam.lim.z) {
         invisible(i);
@@ -96,7 +75,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let m = array<vec3<f32>, 3>(rot[0] * s, rot[1] * s, rot[2] * s);
     var sigma: array<vec3<f32>, 3>;
     for (var r = 0u; r < 3u; r++) {
-        sigma[r] = vec3<f32>(dot_ref(m[r], m[0]), dot_ref(m[r], m[1]), dot_ref(m[r], m[2]));
+        sigma[r] = vec3<f32>(dot3(m[r], m[0]), dot3(m[r], m[1]), dot3(m[r], m[2]));
     }
     let zz = p.z;
     let rx = p.x / zz;
@@ -113,19 +92,19 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         vec3<f32>(cam.r0.y, cam.r1.y, cam.r2.y),
         vec3<f32>(cam.r0.z, cam.r1.z, cam.r2.z),
     );
-    let t0 = vec3<f32>(dot_ref(j0, cam_cols[0]), dot_ref(j0, cam_cols[1]), dot_ref(j0, cam_cols[2]));
-    let t1 = vec3<f32>(dot_ref(j1, cam_cols[0]), dot_ref(j1, cam_cols[1]), dot_ref(j1, cam_cols[2]));
+    let t0 = vec3<f32>(dot3(j0, cam_cols[0]), dot3(j0, cam_cols[1]), dot3(j0, cam_cols[2]));
+    let t1 = vec3<f32>(dot3(j1, cam_cols[0]), dot3(j1, cam_cols[1]), dot3(j1, cam_cols[2]));
     // (T Sigma) rows, then (T Sigma) T^T.
     let sig_cols = array<vec3<f32>, 3>(
         vec3<f32>(sigma[0].x, sigma[1].x, sigma[2].x),
         vec3<f32>(sigma[0].y, sigma[1].y, sigma[2].y),
         vec3<f32>(sigma[0].z, sigma[1].z, sigma[2].z),
     );
-    let ts0 = vec3<f32>(dot_ref(t0, sig_cols[0]), dot_ref(t0, sig_cols[1]), dot_ref(t0, sig_cols[2]));
-    let ts1 = vec3<f32>(dot_ref(t1, sig_cols[0]), dot_ref(t1, sig_cols[1]), dot_ref(t1, sig_cols[2]));
-    let a = dot_ref(ts0, t0) + cam.lim.w;
-    let b = dot_ref(ts0, t1);
-    let c = dot_ref(ts1, t1) + cam.lim.w;
+    let ts0 = vec3<f32>(dot3(t0, sig_cols[0]), dot3(t0, sig_cols[1]), dot3(t0, sig_cols[2]));
+    let ts1 = vec3<f32>(dot3(t1, sig_cols[0]), dot3(t1, sig_cols[1]), dot3(t1, sig_cols[2]));
+    let a = dot3(ts0, t0) + cam.lim.w;
+    let b = dot3(ts0, t1);
+    let c = dot3(ts1, t1) + cam.lim.w;
     let det = a * c - b * b;
     if !(det > 0.0) {
         invisible(i);
@@ -206,9 +185,4 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     rects[i] = rect;
     opacities[i] = 1.0 / (1.0 + exp(-opacity_logits[i]));
     clamped[i] = flags;
-}
-
-// a.x b.x + a.y b.y + a.z b.z summed left to right, as the reference's loops do.
-fn dot_ref(a: vec3<f32>, b: vec3<f32>) -> f32 {
-    return (a.x * b.x + a.y * b.y) + a.z * b.z;
 }

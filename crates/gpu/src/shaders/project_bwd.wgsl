@@ -2,18 +2,7 @@
 // values per Gaussian) to the gradients of every parameter, one invocation per Gaussian, following
 // `splat_render::project_bwd` (the chain is written out there). Output per Gaussian, packed:
 // means (3), log_scales (3), rotations (4), opacity logit (1), sh_dc (3), sh_rest (stored floats).
-
-struct Camera {
-    r0: vec4<f32>,
-    r1: vec4<f32>,
-    r2: vec4<f32>,
-    center: vec4<f32>,
-    intr: vec4<f32>,
-    lim: vec4<f32>,
-    dims: vec4<u32>,
-    // Gaussians in this dispatch, active SH coefficients, stored sh_rest floats per Gaussian, unused.
-    counts: vec4<u32>,
-}
+// `Camera`, the SH constants and `dot3` come from `common_camera.wgsl`.
 
 @group(0) @binding(0) var<uniform> cam: Camera;
 @group(0) @binding(1) var<storage, read> means: array<f32>;
@@ -28,15 +17,6 @@ struct Camera {
 // grad mean2d (2), conic (3), colour (3), opacity (1).
 @group(0) @binding(10) var<storage, read> projected_grads: array<f32>;
 @group(0) @binding(11) var<storage, read_write> out: array<f32>;
-
-const SH_C0: f32 = 0.28209479177387814;
-const SH_C1: f32 = 0.4886025119029199;
-const SH_C2 = array<f32, 5>(1.0925484305920792, -1.0925484305920792, 0.31539156525252005, -1.0925484305920792, 0.5462742152960396);
-const SH_C3 = array<f32, 7>(-0.5900435899266435, 2.890611442640554, -0.4570457994644658, 0.3731763325901154, -0.4570457994644658, 1.445305721320277, -0.5900435899266435);
-
-fn dot3(a: vec3<f32>, b: vec3<f32>) -> f32 {
-    return (a.x * b.x + a.y * b.y) + a.z * b.z;
-}
 
 // Rows of a 3 x 3 matrix product a b.
 fn mul33(a: mat3x3<f32>, b: mat3x3<f32>) -> mat3x3<f32> {

@@ -1,0 +1,39 @@
+//! The WGSL sources, one file per stage in `src/shaders/`. WGSL has no includes: the per-Gaussian stages
+//! get `common_camera.wgsl` (the camera block, SH constants, `dot3`) prepended here, and the naga test
+//! validates exactly these composed sources.
+
+macro_rules! with_camera {
+    ($file:literal) => {
+        concat!(
+            include_str!("shaders/common_camera.wgsl"),
+            include_str!(concat!("shaders/", $file))
+        )
+    };
+}
+
+pub const PROJECT: &str = with_camera!("project.wgsl");
+pub const PROJECT_BWD: &str = with_camera!("project_bwd.wgsl");
+pub const TILE_COUNT: &str = include_str!("shaders/tile_count.wgsl");
+pub const PREFIX_SUM: &str = include_str!("shaders/prefix_sum.wgsl");
+pub const RADIX_SORT: &str = include_str!("shaders/radix_sort.wgsl");
+pub const TILE_RANGES: &str = include_str!("shaders/tile_ranges.wgsl");
+pub const RASTERIZE_FWD: &str = include_str!("shaders/rasterize_fwd.wgsl");
+pub const RASTERIZE_BWD: &str = include_str!("shaders/rasterize_bwd.wgsl");
+pub const LOSS: &str = include_str!("shaders/loss.wgsl");
+pub const ADAM: &str = include_str!("shaders/adam.wgsl");
+pub const DENSIFY_STATS: &str = include_str!("shaders/densify_stats.wgsl");
+
+/// Every compiled source with the file it is built around (`common_camera.wgsl` is only a prelude).
+pub const ALL: &[(&str, &str)] = &[
+    ("project.wgsl", PROJECT),
+    ("project_bwd.wgsl", PROJECT_BWD),
+    ("tile_count.wgsl", TILE_COUNT),
+    ("prefix_sum.wgsl", PREFIX_SUM),
+    ("radix_sort.wgsl", RADIX_SORT),
+    ("tile_ranges.wgsl", TILE_RANGES),
+    ("rasterize_fwd.wgsl", RASTERIZE_FWD),
+    ("rasterize_bwd.wgsl", RASTERIZE_BWD),
+    ("loss.wgsl", LOSS),
+    ("adam.wgsl", ADAM),
+    ("densify_stats.wgsl", DENSIFY_STATS),
+];
