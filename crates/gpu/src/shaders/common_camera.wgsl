@@ -1,5 +1,5 @@
-// Shared by the per-Gaussian stages (prepended by `shaders.rs`): the camera block, the SH constants and a
-// dot product summed left to right as the reference's loops do.
+// Shared by the per-Gaussian stages (prepended by `shaders.rs`): the camera block, the SH constants and
+// basis, and a dot product summed left to right as the reference's loops do.
 
 struct Camera {
     // Rows of the world-to-camera rotation, translation in w.
@@ -26,4 +26,36 @@ const SH_C3 = array<f32, 7>(-0.5900435899266435, 2.890611442640554, -0.457045799
 
 fn dot3(a: vec3<f32>, b: vec3<f32>) -> f32 {
     return (a.x * b.x + a.y * b.y) + a.z * b.z;
+}
+
+// The first `coeffs` real SH basis functions at unit direction `d` (as `splat_core::sh::basis`); the
+// rest are zero.
+fn sh_basis(d: vec3<f32>, coeffs: u32) -> array<f32, 16> {
+    var b: array<f32, 16>;
+    b[0] = SH_C0;
+    if coeffs > 1u {
+        b[1] = -SH_C1 * d.y;
+        b[2] = SH_C1 * d.z;
+        b[3] = -SH_C1 * d.x;
+    }
+    let xx = d.x * d.x;
+    let yy = d.y * d.y;
+    let zz = d.z * d.z;
+    if coeffs > 4u {
+        b[4] = SH_C2[0] * (d.x * d.y);
+        b[5] = SH_C2[1] * (d.y * d.z);
+        b[6] = SH_C2[2] * (2.0 * zz - xx - yy);
+        b[7] = SH_C2[3] * (d.x * d.z);
+        b[8] = SH_C2[4] * (xx - yy);
+    }
+    if coeffs > 9u {
+        b[9] = SH_C3[0] * d.y * (3.0 * xx - yy);
+        b[10] = SH_C3[1] * (d.x * d.y) * d.z;
+        b[11] = SH_C3[2] * d.y * (4.0 * zz - xx - yy);
+        b[12] = SH_C3[3] * d.z * (2.0 * zz - 3.0 * xx - 3.0 * yy);
+        b[13] = SH_C3[4] * d.x * (4.0 * zz - xx - yy);
+        b[14] = SH_C3[5] * d.z * (xx - yy);
+        b[15] = SH_C3[6] * d.x * (xx - 3.0 * yy);
+    }
+    return b;
 }

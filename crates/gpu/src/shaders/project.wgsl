@@ -135,33 +135,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let dv = mean - cam.center.xyz;
     let norm = sqrt((dv.x * dv.x + dv.y * dv.y) + dv.z * dv.z);
     let d = dv / norm;
-    var basis: array<f32, 16>;
     let coeffs = cam.counts.y;
-    basis[0] = SH_C0;
-    if coeffs > 1u {
-        basis[1] = -SH_C1 * d.y;
-        basis[2] = SH_C1 * d.z;
-        basis[3] = -SH_C1 * d.x;
-    }
-    if coeffs > 4u {
-        let xx = d.x * d.x;
-        let yy = d.y * d.y;
-        let zz2 = d.z * d.z;
-        basis[4] = SH_C2[0] * (d.x * d.y);
-        basis[5] = SH_C2[1] * (d.y * d.z);
-        basis[6] = SH_C2[2] * (2.0 * zz2 - xx - yy);
-        basis[7] = SH_C2[3] * (d.x * d.z);
-        basis[8] = SH_C2[4] * (xx - yy);
-        if coeffs > 9u {
-            basis[9] = SH_C3[0] * d.y * (3.0 * xx - yy);
-            basis[10] = SH_C3[1] * (d.x * d.y) * d.z;
-            basis[11] = SH_C3[2] * d.y * (4.0 * zz2 - xx - yy);
-            basis[12] = SH_C3[3] * d.z * (2.0 * zz2 - 3.0 * xx - 3.0 * yy);
-            basis[13] = SH_C3[4] * d.x * (4.0 * zz2 - xx - yy);
-            basis[14] = SH_C3[5] * d.z * (xx - yy);
-            basis[15] = SH_C3[6] * d.x * (xx - 3.0 * yy);
-        }
-    }
+    let basis = sh_basis(d, coeffs);
     let rest = cam.counts.z;
     var flags = 0u;
     for (var ch = 0u; ch < 3u; ch++) {

@@ -164,32 +164,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let norm = sqrt((dv.x * dv.x + dv.y * dv.y) + dv.z * dv.z);
     let d = dv / norm;
     let coeffs = cam.counts.y;
-    var b: array<f32, 16>;
-    b[0] = SH_C0;
+    let b = sh_basis(d, coeffs);
     let xx = d.x * d.x;
     let yy = d.y * d.y;
     let zd = d.z * d.z;
-    if coeffs > 1u {
-        b[1] = -SH_C1 * d.y;
-        b[2] = SH_C1 * d.z;
-        b[3] = -SH_C1 * d.x;
-    }
-    if coeffs > 4u {
-        b[4] = SH_C2[0] * (d.x * d.y);
-        b[5] = SH_C2[1] * (d.y * d.z);
-        b[6] = SH_C2[2] * (2.0 * zd - xx - yy);
-        b[7] = SH_C2[3] * (d.x * d.z);
-        b[8] = SH_C2[4] * (xx - yy);
-    }
-    if coeffs > 9u {
-        b[9] = SH_C3[0] * d.y * (3.0 * xx - yy);
-        b[10] = SH_C3[1] * (d.x * d.y) * d.z;
-        b[11] = SH_C3[2] * d.y * (4.0 * zd - xx - yy);
-        b[12] = SH_C3[3] * d.z * (2.0 * zd - 3.0 * xx - 3.0 * yy);
-        b[13] = SH_C3[4] * d.x * (4.0 * zd - xx - yy);
-        b[14] = SH_C3[5] * d.z * (xx - yy);
-        b[15] = SH_C3[6] * d.x * (xx - 3.0 * yy);
-    }
     var gb: array<f32, 16>;
     for (var ch = 0u; ch < 3u; ch++) {
         out[o0 + 11u + ch] = b[0] * gc[ch];
