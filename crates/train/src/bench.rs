@@ -279,5 +279,9 @@ pub fn format_table(r: &BenchReport) -> String {
         r.peak_isa,
         r.peak_threads
     );
+    if r.backend.starts_with("gpu") {
+        s += "note: \"% peak\" is against this machine's CPU FMA peak; the render stages ran on the GPU, \
+              the loss and Adam on the CPU\n";
+    }
     s
 }
