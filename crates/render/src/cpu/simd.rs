@@ -290,7 +290,6 @@ fn forward_tile<const L: usize, M: MulAdd>(
             todo &= todo - 1;
             let v = vi * L;
             // Fixed-size views: one bounds check per vector, none per lane, so the lane loop vectorizes.
-            // Fixed-size views: one bounds check per vector, none per lane, so the lane loop vectorizes.
             let pxv: &[f32; L] = px[v..v + L].try_into().unwrap();
             let pyv: &[f32; L] = py[v..v + L].try_into().unwrap();
             let tv: &mut [f32; L] = (&mut t[v..v + L]).try_into().unwrap();
