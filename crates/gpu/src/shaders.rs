@@ -1,6 +1,16 @@
 //! The WGSL sources, one file per stage in `src/shaders/`. WGSL has no includes: the per-Gaussian stages
-//! get `common_camera.wgsl` (the camera block, SH constants, `dot3`) prepended here, and the naga test
-//! validates exactly these composed sources.
+//! get `common_camera.wgsl` (the camera block, SH constants and basis, `dot3`) prepended here, the
+//! rasterize stages `common_raster.wgsl` (parameters and shared inputs), and the naga test validates
+//! exactly these composed sources.
+
+macro_rules! with_raster {
+    ($file:literal) => {
+        concat!(
+            include_str!("shaders/common_raster.wgsl"),
+            include_str!(concat!("shaders/", $file))
+        )
+    };
+}
 
 macro_rules! with_camera {
     ($file:literal) => {
@@ -17,13 +27,13 @@ pub const TILE_COUNT: &str = include_str!("shaders/tile_count.wgsl");
 pub const PREFIX_SUM: &str = include_str!("shaders/prefix_sum.wgsl");
 pub const RADIX_SORT: &str = include_str!("shaders/radix_sort.wgsl");
 pub const TILE_RANGES: &str = include_str!("shaders/tile_ranges.wgsl");
-pub const RASTERIZE_FWD: &str = include_str!("shaders/rasterize_fwd.wgsl");
-pub const RASTERIZE_BWD: &str = include_str!("shaders/rasterize_bwd.wgsl");
+pub const RASTERIZE_FWD: &str = with_raster!("rasterize_fwd.wgsl");
+pub const RASTERIZE_BWD: &str = with_raster!("rasterize_bwd.wgsl");
 pub const LOSS: &str = include_str!("shaders/loss.wgsl");
 pub const ADAM: &str = include_str!("shaders/adam.wgsl");
 pub const DENSIFY_STATS: &str = include_str!("shaders/densify_stats.wgsl");
 
-/// Every compiled source with the file it is built around (`common_camera.wgsl` is only a prelude).
+/// Every compiled source with the file it is built around (the `common_*.wgsl` files are preludes).
 pub const ALL: &[(&str, &str)] = &[
     ("project.wgsl", PROJECT),
     ("project_bwd.wgsl", PROJECT_BWD),

@@ -1,22 +1,12 @@
 //! Adam on the GPU against `splat_train::adam::AdamState` over several steps, with binding limits lowered
 //! so the group is updated in chunks.
 
-use rand::{Rng, SeedableRng};
-use splat_gpu::{AdapterChoice, GpuAdam, GpuContext};
-use splat_train::adam::{AdamState, BETA1, BETA2, EPS};
+mod common;
 
-fn context(lower: impl FnOnce(&mut wgpu::Limits)) -> Option<GpuContext> {
-    match GpuContext::with_limits(AdapterChoice::Any, lower) {
-        Ok(ctx) => Some(ctx),
-        Err(e) => {
-            if std::env::var("SPLAT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("SPLAT_REQUIRE_GPU=1 but no GPU: {e}");
-            }
-            eprintln!("skipped: {e}");
-            None
-        }
-    }
-}
+use common::context;
+use rand::{Rng, SeedableRng};
+use splat_gpu::GpuAdam;
+use splat_train::adam::{AdamState, BETA1, BETA2, EPS};
 
 #[test]
 fn adam_matches_the_cpu_update() {

@@ -2,23 +2,13 @@
 //! the same tile ranges, exactly, on scenes large enough for three levels of prefix sum, and with the
 //! per-dimension workgroup limit lowered so every kernel runs as a 2D dispatch.
 
+mod common;
+
+use common::context;
 use splat_core::synthetic::{random_scene, RandomSceneOptions};
 use splat_core::{Camera, TileGrid};
-use splat_gpu::{AdapterChoice, GpuBin, GpuContext};
+use splat_gpu::{GpuBin, GpuContext};
 use splat_render::{bin, project, Bins, Projected, RenderSettings};
-
-fn context(lower: impl FnOnce(&mut wgpu::Limits)) -> Option<GpuContext> {
-    match GpuContext::with_limits(AdapterChoice::Any, lower) {
-        Ok(ctx) => Some(ctx),
-        Err(e) => {
-            if std::env::var("SPLAT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("SPLAT_REQUIRE_GPU=1 but no GPU: {e}");
-            }
-            eprintln!("skipped: {e}");
-            None
-        }
-    }
-}
 
 fn projected(seed: u64, count: usize, w: u32, h: u32) -> Projected<f32> {
     let g = random_scene(

@@ -1,23 +1,18 @@
 //! Densification statistics on the GPU against `view_stats` + `apply_stats` over two views.
 
+mod common;
+
 use rand::{Rng, SeedableRng};
 use splat_core::synthetic::{random_scene, RandomSceneOptions};
 use splat_core::Camera;
-use splat_gpu::{AdapterChoice, GpuContext, GpuDensifyStats};
+use splat_gpu::GpuDensifyStats;
 use splat_render::{project, Projected, ProjectedGrads, RenderSettings};
 use splat_train::densify::view_stats;
 
 #[test]
 fn densify_stats_match_the_cpu() {
-    let ctx = match GpuContext::new(AdapterChoice::Any) {
-        Ok(ctx) => ctx,
-        Err(e) => {
-            if std::env::var("SPLAT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("SPLAT_REQUIRE_GPU=1 but no GPU: {e}");
-            }
-            eprintln!("skipped: {e}");
-            return;
-        }
+    let Some(ctx) = common::context(|_| {}) else {
+        return;
     };
     let stats = GpuDensifyStats::new(&ctx);
     let g = random_scene(

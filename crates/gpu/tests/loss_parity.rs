@@ -2,21 +2,16 @@
 //! gradient value within 1e-4 of the largest one (the GPU sums taps in the same order but may fuse
 //! multiply-adds).
 
+mod common;
+
 use rand::{Rng, SeedableRng};
-use splat_gpu::{AdapterChoice, GpuContext, GpuLoss};
+use splat_gpu::GpuLoss;
 use splat_train::loss::{loss_and_grad, SsimScratch, LAMBDA_DSSIM};
 
 #[test]
 fn loss_matches_the_cpu() {
-    let ctx = match GpuContext::new(AdapterChoice::Any) {
-        Ok(ctx) => ctx,
-        Err(e) => {
-            if std::env::var("SPLAT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("SPLAT_REQUIRE_GPU=1 but no GPU: {e}");
-            }
-            eprintln!("skipped: {e}");
-            return;
-        }
+    let Some(ctx) = common::context(|_| {}) else {
+        return;
     };
     let loss = GpuLoss::new(&ctx);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);

@@ -4,26 +4,13 @@
 //! Needs a GPU or lavapipe (`mesa-vulkan-drivers`); without one the tests print why and pass, unless
 //! `SPLAT_REQUIRE_GPU=1` (set by `.ci/run`) turns that into a failure.
 
+mod common;
+
+use common::context;
 use splat_core::synthetic::{random_scene, RandomSceneOptions};
 use splat_core::{Camera, Gaussians};
-use splat_gpu::{AdapterChoice, GpuContext, GpuProject};
+use splat_gpu::GpuProject;
 use splat_render::{project, Projected, RenderSettings};
-
-fn context(lower: impl FnOnce(&mut wgpu::Limits)) -> Option<GpuContext> {
-    match GpuContext::with_limits(AdapterChoice::Any, lower) {
-        Ok(ctx) => {
-            eprintln!("GPU: {}", ctx.describe());
-            Some(ctx)
-        }
-        Err(e) => {
-            if std::env::var("SPLAT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("SPLAT_REQUIRE_GPU=1 but no GPU: {e}");
-            }
-            eprintln!("skipped: {e}");
-            None
-        }
-    }
-}
 
 fn camera(w: u32, h: u32) -> Camera {
     Camera::look_at(

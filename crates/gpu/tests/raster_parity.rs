@@ -2,25 +2,14 @@
 //! final transmittance within 1e-4 (GPU `exp` differs from libm by a few ulp), contributor counts equal
 //! except where a decision sits within rounding of a threshold.
 
+mod common;
+
 use splat_core::synthetic::{random_scene, RandomSceneOptions};
 use splat_core::{Camera, TileGrid};
-use splat_gpu::{AdapterChoice, GpuContext, GpuRasterize};
+use splat_gpu::{GpuContext, GpuRasterize};
 use splat_render::{
     bin, project, rasterize_fwd, Bins, Cutoffs, Projected, RasterOutput, RenderSettings,
 };
-
-fn context() -> Option<GpuContext> {
-    match GpuContext::new(AdapterChoice::Any) {
-        Ok(ctx) => Some(ctx),
-        Err(e) => {
-            if std::env::var("SPLAT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("SPLAT_REQUIRE_GPU=1 but no GPU: {e}");
-            }
-            eprintln!("skipped: {e}");
-            None
-        }
-    }
-}
 
 fn compare(
     ctx: &GpuContext,
@@ -103,7 +92,9 @@ fn compare(
 
 #[test]
 fn rasterize_forward_matches_reference() {
-    let Some(ctx) = context() else { return };
+    let Some(ctx) = common::context(|_| {}) else {
+        return;
+    };
     // Odd sizes (partial tiles), dense scenes (lists longer than one 256 batch, early termination).
     compare(&ctx, 1, 400, 64, 48, Cutoffs::ORIGINAL);
     let (longest, stopped) = compare(&ctx, 2, 6000, 203, 117, Cutoffs::ORIGINAL);
@@ -137,7 +128,9 @@ fn close(what: &str, a: &[f32], b: &[f32], rel: f32) {
 #[test]
 fn rasterize_backward_matches_reference() {
     use rand::{Rng, SeedableRng};
-    let Some(ctx) = context() else { return };
+    let Some(ctx) = common::context(|_| {}) else {
+        return;
+    };
     let raster = GpuRasterize::new(&ctx);
     for (seed, count, w, h) in [(5u64, 500usize, 70u32, 50u32), (6, 4000, 160, 120)] {
         let g = random_scene(

@@ -2,22 +2,7 @@
 // batches of 256 Gaussians staged in workgroup memory; each pixel blends front to back exactly as the
 // reference (`splat_render::rasterize_fwd`) does, and the workgroup stops early once every pixel is done.
 
-struct Params {
-    // width, height, tiles_x, unused.
-    dims: vec4<u32>,
-    // Background colour (rgb).
-    bg: vec4<f32>,
-    // alpha_min, alpha_max, transmittance_min, unused.
-    cut: vec4<f32>,
-}
-
-@group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> ranges: array<vec2<u32>>;
-@group(0) @binding(2) var<storage, read> ids: array<u32>;
-@group(0) @binding(3) var<storage, read> means2d: array<f32>;
-@group(0) @binding(4) var<storage, read> conics: array<f32>;
-@group(0) @binding(5) var<storage, read> opacities: array<f32>;
-@group(0) @binding(6) var<storage, read> colors: array<f32>;
+// `Params` and bindings 0-6 come from `common_raster.wgsl`.
 @group(0) @binding(7) var<storage, read_write> image: array<f32>;
 @group(0) @binding(8) var<storage, read_write> final_t: array<f32>;
 @group(0) @binding(9) var<storage, read_write> n_contrib: array<u32>;

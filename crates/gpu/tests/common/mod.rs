@@ -1,0 +1,21 @@
+//! Shared by the GPU tests.
+
+use splat_gpu::{AdapterChoice, GpuContext};
+
+/// A device with limits passed through `lower`, any adapter (lavapipe included). Without one the test is
+/// skipped with a message, unless `SPLAT_REQUIRE_GPU=1` (set by `.ci/run`) makes that a failure.
+pub fn context(lower: impl FnOnce(&mut wgpu::Limits)) -> Option<GpuContext> {
+    match GpuContext::with_limits(AdapterChoice::Any, lower) {
+        Ok(ctx) => {
+            eprintln!("GPU: {}", ctx.describe());
+            Some(ctx)
+        }
+        Err(e) => {
+            if std::env::var("SPLAT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("SPLAT_REQUIRE_GPU=1 but no GPU: {e}");
+            }
+            eprintln!("skipped: {e}");
+            None
+        }
+    }
+}
