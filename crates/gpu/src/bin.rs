@@ -30,6 +30,15 @@ pub struct BinBuffers {
     pub ranges: wgpu::Buffer,
 }
 
+/// The tile rectangles as the shaders read them: 4 u32 (x0, y0, x1, y1) per Gaussian.
+pub(crate) fn rect_words(projected: &Projected<f32>) -> Vec<u32> {
+    projected
+        .tile_rects
+        .iter()
+        .flat_map(|r| [r.x0, r.y0, r.x1, r.y1])
+        .collect()
+}
+
 /// Bits needed for tile indices below `tiles`.
 fn bits_for(tiles: u32) -> u32 {
     32 - tiles.saturating_sub(1).leading_zeros()
@@ -165,13 +174,8 @@ impl GpuBin {
         out: &mut Bins,
     ) -> Result<(), GpuError> {
         let n = projected.len() as u32;
-        let rects: Vec<u32> = projected
-            .tile_rects
-            .iter()
-            .flat_map(|r| [r.x0, r.y0, r.x1, r.y1])
-            .collect();
         let radii = ctx.storage_from("radii", &projected.radii);
-        let rects = ctx.storage_from("rects", &rects);
+        let rects = ctx.storage_from("rects", &rect_words(projected));
         let depths = ctx.storage_from("depths", &projected.depths);
         let bins = self.record(ctx, n, grid, &radii, &rects, &depths)?;
         out.gaussian_ids = ctx.read(&bins.ids, bins.intersections as usize)?;

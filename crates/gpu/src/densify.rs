@@ -2,10 +2,9 @@
 //! are still done on the host.
 
 use splat_render::{Projected, ProjectedGrads};
-use wgpu::util::DeviceExt;
 
 use crate::context::{GpuContext, GpuError};
-use crate::kernel::{groups_for, module};
+use crate::kernel::{groups_for, module, record_pass};
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
@@ -64,41 +63,20 @@ impl GpuDensifyStats {
             n: [n as u32, 0, 0, 0],
             half: [0.5 * width as f32, 0.5 * height as f32, 0.0, 0.0],
         };
-        let uniform = ctx
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("densify stats"),
-                contents: bytemuck::bytes_of(&params),
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
-        let entries: Vec<wgpu::BindGroupEntry> = [&uniform, &radii, &pg, &acc, &cnt, &mr]
-            .iter()
-            .enumerate()
-            .map(|(k, b)| wgpu::BindGroupEntry {
-                binding: k as u32,
-                resource: b.as_entire_binding(),
-            })
-            .collect();
-        let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("densify stats"),
-            layout: &self.pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        });
         let mut enc = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("densify stats"),
             });
-        {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("densify stats"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&self.pipeline);
-            pass.set_bind_group(0, &bind, &[]);
-            let (x, y) = ctx.dispatch_size(groups_for(n as u32));
-            pass.dispatch_workgroups(x, y, 1);
-        }
+        let (x, y) = ctx.dispatch_size(groups_for(n as u32));
+        record_pass(
+            ctx,
+            &mut enc,
+            &self.pipeline,
+            bytemuck::bytes_of(&params),
+            &[(1, &radii), (2, &pg), (3, &acc), (4, &cnt), (5, &mr)],
+            (x, y, 1),
+        );
         ctx.queue.submit([enc.finish()]);
         grad_accum.copy_from_slice(&ctx.read::<f32>(&acc, n)?);
         grad_count.copy_from_slice(&ctx.read::<f32>(&cnt, n)?);

@@ -11,7 +11,6 @@ pub const WORKGROUP: u32 = 256;
 
 pub struct Kernel {
     pipeline: wgpu::ComputePipeline,
-    label: &'static str,
 }
 
 impl Kernel {
@@ -31,7 +30,7 @@ impl Kernel {
                 compilation_options: Default::default(),
                 cache: None,
             });
-        Kernel { pipeline, label }
+        Kernel { pipeline }
     }
 
     /// Records `groups` workgroups (split into 2D within the device's per-dimension limit) with `params`
@@ -44,35 +43,55 @@ impl Kernel {
         buffers: &[(u32, &wgpu::Buffer)],
         groups: u32,
     ) {
-        let uniform = ctx
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(self.label),
-                contents: bytemuck::cast_slice(&params),
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
-        let mut entries = vec![wgpu::BindGroupEntry {
-            binding: 0,
-            resource: uniform.as_entire_binding(),
-        }];
-        entries.extend(buffers.iter().map(|&(binding, b)| wgpu::BindGroupEntry {
-            binding,
-            resource: b.as_entire_binding(),
-        }));
-        let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(self.label),
-            layout: &self.pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        });
-        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some(self.label),
-            timestamp_writes: None,
-        });
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &bind, &[]);
         let (x, y) = ctx.dispatch_size(groups);
-        pass.dispatch_workgroups(x, y, 1);
+        record_pass(
+            ctx,
+            enc,
+            &self.pipeline,
+            bytemuck::cast_slice(&params),
+            buffers,
+            (x, y, 1),
+        );
     }
+}
+
+/// Records one pass of `pipeline`: `params` as a new uniform at binding 0, whole `(binding, buffer)`
+/// storage bindings, `groups` workgroups.
+pub fn record_pass(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    pipeline: &wgpu::ComputePipeline,
+    params: &[u8],
+    buffers: &[(u32, &wgpu::Buffer)],
+    groups: (u32, u32, u32),
+) {
+    let uniform = ctx
+        .device
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: None,
+            contents: params,
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+    let mut entries = vec![wgpu::BindGroupEntry {
+        binding: 0,
+        resource: uniform.as_entire_binding(),
+    }];
+    entries.extend(buffers.iter().map(|&(binding, b)| wgpu::BindGroupEntry {
+        binding,
+        resource: b.as_entire_binding(),
+    }));
+    let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &entries,
+    });
+    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+        label: None,
+        timestamp_writes: None,
+    });
+    pass.set_pipeline(pipeline);
+    pass.set_bind_group(0, &bind, &[]);
+    pass.dispatch_workgroups(groups.0, groups.1, groups.2);
 }
 
 /// Workgroups for `n` invocations.

@@ -4,10 +4,9 @@
 //! f64 (the only read-back; the gradient stays on the device).
 
 use splat_train::loss::{gaussian_taps, LossValue, SSIM_C1, SSIM_C2};
-use wgpu::util::DeviceExt;
 
 use crate::context::{GpuContext, GpuError};
-use crate::kernel::module;
+use crate::kernel::{module, record_pass};
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
@@ -180,7 +179,7 @@ impl GpuLoss {
     }
 }
 
-/// Records one pass of `pipeline` with `params` at binding 0.
+/// One pass of the loss with `params` as its uniform.
 fn pass(
     ctx: &GpuContext,
     enc: &mut wgpu::CommandEncoder,
@@ -189,31 +188,12 @@ fn pass(
     bindings: &[(u32, &wgpu::Buffer)],
     groups: (u32, u32, u32),
 ) {
-    let uniform = ctx
-        .device
-        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("loss params"),
-            contents: bytemuck::bytes_of(params),
-            usage: wgpu::BufferUsages::UNIFORM,
-        });
-    let mut entries = vec![wgpu::BindGroupEntry {
-        binding: 0,
-        resource: uniform.as_entire_binding(),
-    }];
-    entries.extend(bindings.iter().map(|&(b, buf)| wgpu::BindGroupEntry {
-        binding: b,
-        resource: buf.as_entire_binding(),
-    }));
-    let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: Some("loss"),
-        layout: &pipeline.get_bind_group_layout(0),
-        entries: &entries,
-    });
-    let mut p = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-        label: Some("loss"),
-        timestamp_writes: None,
-    });
-    p.set_pipeline(pipeline);
-    p.set_bind_group(0, &bind, &[]);
-    p.dispatch_workgroups(groups.0, groups.1, groups.2);
+    record_pass(
+        ctx,
+        enc,
+        pipeline,
+        bytemuck::bytes_of(params),
+        bindings,
+        groups,
+    );
 }

@@ -3,10 +3,10 @@
 
 use splat_core::TileGrid;
 use splat_render::{Bins, Projected, ProjectedGrads, RasterOutput, RenderSettings};
-use wgpu::util::DeviceExt;
 
+use crate::bin::rect_words;
 use crate::context::{GpuContext, GpuError};
-use crate::kernel::{groups_for, module};
+use crate::kernel::{groups_for, module, record_pass};
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
@@ -32,15 +32,10 @@ pub struct RasterInputs<'a> {
     pub colors: &'a wgpu::Buffer,
 }
 
-fn raster_params(
-    ctx: &GpuContext,
-    grid: &TileGrid,
-    settings: &RenderSettings,
-    gaussians: u32,
-) -> wgpu::Buffer {
+fn raster_params(grid: &TileGrid, settings: &RenderSettings, gaussians: u32) -> RasterParams {
     let c = &settings.cutoffs;
     let bg = settings.background;
-    let params = RasterParams {
+    RasterParams {
         dims: [grid.width, grid.height, grid.tiles_x, gaussians],
         bg: [bg[0], bg[1], bg[2], 0.0],
         cut: [
@@ -49,34 +44,44 @@ fn raster_params(
             c.transmittance_min as f32,
             0.0,
         ],
-    };
-    ctx.device
-        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("raster params"),
-            contents: bytemuck::bytes_of(&params),
-            usage: wgpu::BufferUsages::UNIFORM,
-        })
+    }
 }
 
-fn bind_group(
-    ctx: &GpuContext,
-    pipeline: &wgpu::ComputePipeline,
-    uniform: &wgpu::Buffer,
-    buffers: &[(u32, &wgpu::Buffer)],
-) -> wgpu::BindGroup {
-    let mut entries = vec![wgpu::BindGroupEntry {
-        binding: 0,
-        resource: uniform.as_entire_binding(),
-    }];
-    entries.extend(buffers.iter().map(|&(binding, b)| wgpu::BindGroupEntry {
-        binding,
-        resource: b.as_entire_binding(),
-    }));
-    ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: None,
-        layout: &pipeline.get_bind_group_layout(0),
-        entries: &entries,
-    })
+impl RasterInputs<'_> {
+    /// Bindings 1-6 of both rasterize shaders (`common_raster.wgsl`).
+    fn bindings(&self) -> [(u32, &wgpu::Buffer); 6] {
+        [
+            (1, self.ranges),
+            (2, self.ids),
+            (3, self.means2d),
+            (4, self.conics),
+            (5, self.opacities),
+            (6, self.colors),
+        ]
+    }
+}
+
+/// Uploads what both rasterize stages read: tile ranges, ids, means2d, conics, opacities, colours.
+fn upload_inputs(ctx: &GpuContext, projected: &Projected<f32>, bins: &Bins) -> [wgpu::Buffer; 6] {
+    [
+        ctx.storage_from("tile ranges", bins.tile_ranges.as_flattened()),
+        ctx.storage_from("ids", &bins.gaussian_ids),
+        ctx.storage_from("means2d", projected.means2d.as_flattened()),
+        ctx.storage_from("conics", projected.conics.as_flattened()),
+        ctx.storage_from("opacities", &projected.opacities),
+        ctx.storage_from("colors", projected.colors.as_flattened()),
+    ]
+}
+
+fn inputs_of(b: &[wgpu::Buffer; 6]) -> RasterInputs<'_> {
+    RasterInputs {
+        ranges: &b[0],
+        ids: &b[1],
+        means2d: &b[2],
+        conics: &b[3],
+        opacities: &b[4],
+        colors: &b[5],
+    }
 }
 
 /// Device buffers the forward writes.
@@ -137,50 +142,21 @@ impl GpuRasterize {
             final_t: ctx.storage("final transmittance", pixels * 4),
             n_contrib: ctx.storage("n_contrib", pixels * 4),
         };
-        let uniform = raster_params(ctx, grid, settings, 0);
-        let buffers = [
-            inputs.ranges,
-            inputs.ids,
-            inputs.means2d,
-            inputs.conics,
-            inputs.opacities,
-            inputs.colors,
-            &out.image,
-            &out.final_t,
-            &out.n_contrib,
-        ];
-        let mut entries = vec![wgpu::BindGroupEntry {
-            binding: 0,
-            resource: uniform.as_entire_binding(),
-        }];
-        entries.extend(
-            buffers
-                .iter()
-                .enumerate()
-                .map(|(k, b)| wgpu::BindGroupEntry {
-                    binding: 1 + k as u32,
-                    resource: b.as_entire_binding(),
-                }),
-        );
-        let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("rasterize forward"),
-            layout: &self.forward.get_bind_group_layout(0),
-            entries: &entries,
-        });
+        let mut bindings = inputs.bindings().to_vec();
+        bindings.extend([(7, &out.image), (8, &out.final_t), (9, &out.n_contrib)]);
         let mut enc = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("rasterize forward"),
             });
-        {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("rasterize forward"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&self.forward);
-            pass.set_bind_group(0, &bind, &[]);
-            pass.dispatch_workgroups(grid.tiles_x, grid.tiles_y, 1);
-        }
+        record_pass(
+            ctx,
+            &mut enc,
+            &self.forward,
+            bytemuck::bytes_of(&raster_params(grid, settings, 0)),
+            &bindings,
+            (grid.tiles_x, grid.tiles_y, 1),
+        );
         ctx.queue.submit([enc.finish()]);
         Ok(out)
     }
@@ -196,25 +172,8 @@ impl GpuRasterize {
         out: &mut RasterOutput<f32>,
     ) -> Result<(), GpuError> {
         out.resize(grid.width, grid.height);
-        let ranges = ctx.storage_from("tile ranges", bins.tile_ranges.as_flattened());
-        let ids = ctx.storage_from("ids", &bins.gaussian_ids);
-        let means2d = ctx.storage_from("means2d", projected.means2d.as_flattened());
-        let conics = ctx.storage_from("conics", projected.conics.as_flattened());
-        let opacities = ctx.storage_from("opacities", &projected.opacities);
-        let colors = ctx.storage_from("colors", projected.colors.as_flattened());
-        let bufs = self.record_forward(
-            ctx,
-            grid,
-            settings,
-            &RasterInputs {
-                ranges: &ranges,
-                ids: &ids,
-                means2d: &means2d,
-                conics: &conics,
-                opacities: &opacities,
-                colors: &colors,
-            },
-        )?;
+        let inputs = upload_inputs(ctx, projected, bins);
+        let bufs = self.record_forward(ctx, grid, settings, &inputs_of(&inputs))?;
         let pixels = out.final_transmittance.len();
         out.image = ctx.read(&bufs.image, pixels * 3)?;
         out.final_transmittance = ctx.read(&bufs.final_t, pixels)?;
@@ -245,79 +204,60 @@ impl GpuRasterize {
             .iter()
             .map(|&id| projected.depths[id as usize].to_bits())
             .collect();
-        let rects: Vec<u32> = projected
-            .tile_rects
-            .iter()
-            .flat_map(|r| [r.x0, r.y0, r.x1, r.y1])
-            .collect();
         let up = |label, data: &[f32]| ctx.storage_from(label, data);
-        let ranges = ctx.storage_from("tile ranges", bins.tile_ranges.as_flattened());
-        let ids = ctx.storage_from("ids", &bins.gaussian_ids);
-        let means2d = up("means2d", projected.means2d.as_flattened());
-        let conics = up("conics", projected.conics.as_flattened());
-        let opacities = up("opacities", &projected.opacities);
-        let colors = up("colors", projected.colors.as_flattened());
+        let inputs = upload_inputs(ctx, projected, bins);
+        let inputs = inputs_of(&inputs);
         let final_t = up("final transmittance", &raster.final_transmittance);
         let n_contrib = ctx.storage_from("n_contrib", &raster.n_contrib);
         let grad_img = up("grad image", grad_image);
         let records = ctx.storage("intersection records", total as u64 * 36);
         let radii = ctx.storage_from("radii", &projected.radii);
-        let rects = ctx.storage_from("rects", &rects);
+        let rects = ctx.storage_from("rects", &rect_words(projected));
         let depths = up("depths", &projected.depths);
         let keys = ctx.storage_from("key depth", &key_depth);
         let grads = ctx.storage("projected grads", n as u64 * 36);
-        let uniform = raster_params(ctx, grid, settings, n as u32);
-        let tiles_bind = bind_group(
-            ctx,
-            &self.backward_tiles,
-            &uniform,
-            &[
-                (1, &ranges),
-                (2, &ids),
-                (3, &means2d),
-                (4, &conics),
-                (5, &opacities),
-                (6, &colors),
-                (7, &final_t),
-                (8, &n_contrib),
-                (9, &grad_img),
-                (10, &records),
-            ],
-        );
-        let gather_bind = bind_group(
-            ctx,
-            &self.backward_gather,
-            &uniform,
-            &[
-                (1, &ranges),
-                (2, &ids),
-                (10, &records),
-                (11, &radii),
-                (12, &rects),
-                (13, &depths),
-                (14, &keys),
-                (15, &grads),
-            ],
-        );
+        let params = raster_params(grid, settings, n as u32);
+        let mut tiles_bindings = inputs.bindings().to_vec();
+        tiles_bindings.extend([
+            (7, &final_t),
+            (8, &n_contrib),
+            (9, &grad_img),
+            (10, &records),
+        ]);
+        let gather_bindings = [
+            (1, inputs.ranges),
+            (2, inputs.ids),
+            (10, &records),
+            (11, &radii),
+            (12, &rects),
+            (13, &depths),
+            (14, &keys),
+            (15, &grads),
+        ];
         let mut enc = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("rasterize backward"),
             });
         enc.clear_buffer(&records, 0, None);
-        {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("rasterize backward"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&self.backward_tiles);
-            pass.set_bind_group(0, &tiles_bind, &[]);
-            pass.dispatch_workgroups(grid.tiles_x, grid.tiles_y, 1);
-            pass.set_pipeline(&self.backward_gather);
-            pass.set_bind_group(0, &gather_bind, &[]);
-            let (x, y) = ctx.dispatch_size(groups_for(n as u32));
-            pass.dispatch_workgroups(x, y, 1);
-        }
+        let bytes = bytemuck::bytes_of(&params);
+        record_pass(
+            ctx,
+            &mut enc,
+            &self.backward_tiles,
+            bytes,
+            &tiles_bindings,
+            (grid.tiles_x, grid.tiles_y, 1),
+        );
+        let (x, y) = ctx.dispatch_size(groups_for(n as u32));
+        record_pass(
+            ctx,
+            &mut enc,
+            &self.backward_gather,
+            bytes,
+            &gather_bindings,
+            (x, y, 1),
+        );
         ctx.queue.submit([enc.finish()]);
         let g: Vec<f32> = ctx.read(&grads, n * 9)?;
         for (i, r) in g.chunks_exact(9).enumerate() {

@@ -11,6 +11,34 @@ use splat_render::{
     bin, project, rasterize_fwd, Bins, Cutoffs, Projected, RasterOutput, RenderSettings,
 };
 
+/// A seeded random scene projected and binned by the reference stages.
+fn frame(
+    seed: u64,
+    count: usize,
+    w: u32,
+    h: u32,
+    settings: &RenderSettings,
+) -> (Projected<f32>, Bins, TileGrid) {
+    let g = random_scene(
+        seed,
+        &RandomSceneOptions {
+            count,
+            sh_degree: settings.sh_degree,
+            extent: 1.5,
+            log_scale_range: (-4.0, -1.5),
+            ..Default::default()
+        },
+    )
+    .cast::<f32>();
+    let cam = Camera::look_at([0.3, -0.2, -3.0], [0.0; 3], [0.0, -1.0, 0.0], 60.0, w, h);
+    let grid = TileGrid::new(w, h);
+    let mut p = Projected::default();
+    project::project(&g, &cam, settings, &mut p);
+    let mut bins = Bins::default();
+    bin::bin(&p, &grid, &mut bins);
+    (p, bins, grid)
+}
+
 fn compare(
     ctx: &GpuContext,
     seed: u64,
@@ -19,26 +47,10 @@ fn compare(
     h: u32,
     cutoffs: Cutoffs,
 ) -> (u32, usize) {
-    let g = random_scene(
-        seed,
-        &RandomSceneOptions {
-            count,
-            sh_degree: 1,
-            extent: 1.5,
-            log_scale_range: (-4.0, -1.5),
-            ..Default::default()
-        },
-    )
-    .cast::<f32>();
-    let cam = Camera::look_at([0.3, -0.2, -3.0], [0.0; 3], [0.0, -1.0, 0.0], 60.0, w, h);
     let mut settings = RenderSettings::new(1);
     settings.cutoffs = cutoffs;
     settings.background = [0.2, 0.5, 0.9];
-    let grid = TileGrid::new(w, h);
-    let mut p = Projected::default();
-    project::project(&g, &cam, &settings, &mut p);
-    let mut bins = Bins::default();
-    bin::bin(&p, &grid, &mut bins);
+    let (p, bins, grid) = frame(seed, count, w, h, &settings);
     let mut reference = RasterOutput::default();
     reference.resize(w, h);
     reference.poison();
@@ -133,25 +145,9 @@ fn rasterize_backward_matches_reference() {
     };
     let raster = GpuRasterize::new(&ctx);
     for (seed, count, w, h) in [(5u64, 500usize, 70u32, 50u32), (6, 4000, 160, 120)] {
-        let g = random_scene(
-            seed,
-            &RandomSceneOptions {
-                count,
-                sh_degree: 0,
-                extent: 1.5,
-                log_scale_range: (-4.0, -1.5),
-                ..Default::default()
-            },
-        )
-        .cast::<f32>();
-        let cam = Camera::look_at([0.3, -0.2, -3.0], [0.0; 3], [0.0, -1.0, 0.0], 60.0, w, h);
         let mut settings = RenderSettings::new(0);
         settings.background = [0.3, 0.1, 0.6];
-        let grid = TileGrid::new(w, h);
-        let mut p = Projected::default();
-        project::project(&g, &cam, &settings, &mut p);
-        let mut bins = Bins::default();
-        bin::bin(&p, &grid, &mut bins);
+        let (p, bins, grid) = frame(seed, count, w, h, &settings);
         let mut fwd = RasterOutput::default();
         rasterize_fwd::rasterize_forward(&p, &bins, &grid, &settings, &mut fwd);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
