@@ -27,6 +27,32 @@ pub struct AdamBuffers<'a> {
     pub v: &'a wgpu::Buffer,
 }
 
+/// One group of the resident trainer: its values and moments, and where its gradient sits in the project
+/// backward's packed per-Gaussian gradients.
+pub(crate) struct PackedGroup<'a> {
+    pub values: &'a wgpu::Buffer,
+    pub m: &'a wgpu::Buffer,
+    pub v: &'a wgpu::Buffer,
+    pub packed: &'a wgpu::Buffer,
+    pub status: &'a wgpu::Buffer,
+    /// Values per Gaussian of the group, floats per Gaussian of `packed`, the group's offset there.
+    pub width: usize,
+    pub stride: usize,
+    pub offset: usize,
+}
+
+/// `lr / (1 - b1^t)` and `1 / sqrt(1 - b2^t)` in f64, then `b1`, `b2`, as the shader's `k`.
+fn step_constants(lr: f64, (beta1, beta2): (f64, f64), step: u64) -> [f32; 4] {
+    let bias1 = 1.0 - beta1.powi(step as i32);
+    let bias2 = 1.0 - beta2.powi(step as i32);
+    [
+        (lr / bias1) as f32,
+        (1.0 / bias2.sqrt()) as f32,
+        beta1 as f32,
+        beta2 as f32,
+    ]
+}
+
 impl GpuAdam {
     pub fn new(ctx: &GpuContext) -> Self {
         let m = module(ctx, "adam.wgsl", crate::shaders::ADAM);
@@ -59,14 +85,7 @@ impl GpuAdam {
         if len == 0 {
             return;
         }
-        let bias1 = 1.0 - beta1.powi(step as i32);
-        let bias2 = 1.0 - beta2.powi(step as i32);
-        let k = [
-            (lr / bias1) as f32,
-            (1.0 / bias2.sqrt()) as f32,
-            beta1 as f32,
-            beta2 as f32,
-        ];
+        let k = step_constants(lr, (beta1, beta2), step);
         let align = (ctx.limits.min_storage_buffer_offset_alignment as usize / 4).max(64);
         let max = (ctx.limits.max_storage_buffer_binding_size as usize / 4) / align * align;
         let chunk = max.max(align);
@@ -109,6 +128,68 @@ impl GpuAdam {
             pass.set_pipeline(&self.pipeline);
             pass.set_bind_group(0, &bind, &[]);
             let (x, y) = ctx.dispatch_size(groups_for(n as u32));
+            pass.dispatch_workgroups(x, y, 1);
+        }
+    }
+
+    /// Records one update of a group of `n` Gaussians whose gradients are in the packed layout, skipped on
+    /// the device when the step's status says halted; chunked by whole Gaussians.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record_packed(
+        ctx: &GpuContext,
+        enc: &mut wgpu::CommandEncoder,
+        pipeline: &wgpu::ComputePipeline,
+        group: &PackedGroup<'_>,
+        n: usize,
+        lr: f64,
+        betas: (f64, f64),
+        eps: f64,
+        step: u64,
+    ) {
+        let k = step_constants(lr, betas, step);
+        let chunk = crate::project::chunk_len_for(ctx, group.stride.max(group.width));
+        let layout = pipeline.get_bind_group_layout(0);
+        for first in (0..n).step_by(chunk) {
+            let len = chunk.min(n - first);
+            let params = AdamParams {
+                n: [
+                    (len * group.width) as u32,
+                    group.width as u32,
+                    group.stride as u32,
+                    group.offset as u32,
+                ],
+                k,
+                e: [eps as f32, 0.0, 0.0, 0.0],
+            };
+            let uniform = ctx
+                .device
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("adam params"),
+                    contents: bytemuck::bytes_of(&params),
+                    usage: wgpu::BufferUsages::UNIFORM,
+                });
+            let part = |b, words| wgpu::BindingResource::Buffer(chunk_binding(b, first, len, words));
+            let entries = [
+                (0, uniform.as_entire_binding()),
+                (2, part(group.values, group.width)),
+                (3, part(group.m, group.width)),
+                (4, part(group.v, group.width)),
+                (5, part(group.packed, group.stride)),
+                (6, group.status.as_entire_binding()),
+            ]
+            .map(|(binding, resource)| wgpu::BindGroupEntry { binding, resource });
+            let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("adam (packed)"),
+                layout: &layout,
+                entries: &entries,
+            });
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("adam (packed)"),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, &bind, &[]);
+            let (x, y) = ctx.dispatch_size(groups_for((len * group.width) as u32));
             pass.dispatch_workgroups(x, y, 1);
         }
     }

@@ -13,12 +13,12 @@ use crate::kernel::{groups_for, module, Kernel};
 use crate::scan::GpuScan;
 
 pub struct GpuBin {
-    count: Kernel,
-    emit: Kernel,
-    flags: Kernel,
-    scatter: Kernel,
-    ranges: Kernel,
-    scan: GpuScan,
+    pub(crate) count: Kernel,
+    pub(crate) emit: Kernel,
+    pub(crate) flags: Kernel,
+    pub(crate) scatter: Kernel,
+    pub(crate) ranges: Kernel,
+    pub(crate) scan: GpuScan,
 }
 
 /// Device buffers of a binned frame.
@@ -40,7 +40,7 @@ pub(crate) fn rect_words(projected: &Projected<f32>) -> Vec<u32> {
 }
 
 /// Bits needed for tile indices below `tiles`.
-fn bits_for(tiles: u32) -> u32 {
+pub(crate) fn bits_for(tiles: u32) -> u32 {
     32 - tiles.saturating_sub(1).leading_zeros()
 }
 
@@ -151,7 +151,7 @@ impl GpuBin {
         self.ranges.dispatch(
             ctx,
             &mut enc,
-            [total, 0, 0, 0],
+            [total, tiles, 0, 0],
             &[(1, &a[0]), (2, &ranges)],
             groups_for(total),
         );

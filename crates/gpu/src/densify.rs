@@ -8,13 +8,13 @@ use crate::kernel::{groups_for, module, record_pass};
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-struct StatsParams {
-    n: [u32; 4],
-    half: [f32; 4],
+pub(crate) struct StatsParams {
+    pub(crate) n: [u32; 4],
+    pub(crate) half: [f32; 4],
 }
 
 pub struct GpuDensifyStats {
-    pipeline: wgpu::ComputePipeline,
+    pub(crate) pipeline: wgpu::ComputePipeline,
 }
 
 impl GpuDensifyStats {
@@ -59,6 +59,8 @@ impl GpuDensifyStats {
         let acc = ctx.storage_from("grad accum", grad_accum);
         let cnt = ctx.storage_from("grad count", grad_count);
         let mr = ctx.storage_from("max radii", max_radii);
+        // No halted step here.
+        let status = ctx.storage_from("status", &[0u32; 4]);
         let params = StatsParams {
             n: [n as u32, 0, 0, 0],
             half: [0.5 * width as f32, 0.5 * height as f32, 0.0, 0.0],
@@ -74,7 +76,7 @@ impl GpuDensifyStats {
             &mut enc,
             &self.pipeline,
             bytemuck::bytes_of(&params),
-            &[(1, &radii), (2, &pg), (3, &acc), (4, &cnt), (5, &mr)],
+            &[(1, &radii), (2, &pg), (3, &acc), (4, &cnt), (5, &mr), (6, &status)],
             (x, y, 1),
         );
         ctx.queue.submit([enc.finish()]);

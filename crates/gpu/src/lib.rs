@@ -17,6 +17,7 @@ pub mod loss;
 pub mod project;
 pub mod project_bwd;
 pub mod rasterize;
+pub mod resident;
 pub mod scan;
 pub mod shaders;
 
@@ -29,3 +30,4 @@ pub use loss::GpuLoss;
 pub use project::GpuProject;
 pub use project_bwd::GpuProjectBackward;
 pub use rasterize::GpuRasterize;
+pub use resident::GpuResident;

@@ -66,14 +66,35 @@ impl GpuLoss {
         let n = w * h * 3;
         assert_eq!(render.len(), n, "render size");
         assert_eq!(target.len(), n, "target size");
-        let plane = (w * h) as u64 * 4;
-        if 15 * plane > ctx.limits.max_storage_buffer_binding_size {
-            return Err(GpuError::TooLarge {
-                what: "the SSIM planes",
-                bytes: 15 * plane,
-                limit: ctx.limits.max_storage_buffer_binding_size,
+        let bufs = LossBuffers::new(ctx, w, h)?;
+        let rb = ctx.storage_from("render", render);
+        let tb = ctx.storage_from("target", target);
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("loss"),
             });
-        }
+        self.record(ctx, &mut enc, &rb, &tb, &bufs, lambda);
+        ctx.queue.submit([enc.finish()]);
+        let row_sums: Vec<f32> = ctx.read(&bufs.sums, 3 * h)?;
+        *grad = ctx.read(&bufs.grad, n)?;
+        Ok(loss_from_row_sums(&row_sums, w, h, lambda).0)
+    }
+
+    /// Records the loss of `render` against `target` (device images of `bufs`' size): the gradient into
+    /// `bufs.grad`, the row sums into `bufs.sums`.
+    pub(crate) fn record(
+        &self,
+        ctx: &GpuContext,
+        e: &mut wgpu::CommandEncoder,
+        rb: &wgpu::Buffer,
+        tb: &wgpu::Buffer,
+        bufs: &LossBuffers,
+        lambda: f64,
+    ) {
+        let (w, h) = (bufs.width, bufs.height);
+        let n = w * h * 3;
+        let plane = (w * h) as u64 * 4;
         let taps = gaussian_taps::<f32>();
         let inv_n = 1.0 / n as f64;
         let params = |planes: u32| LossParams {
@@ -88,29 +109,24 @@ impl GpuLoss {
                 SSIM_C2 as f32,
             ],
         };
-        let rb = ctx.storage_from("render", render);
-        let tb = ctx.storage_from("target", target);
-        let products = ctx.storage("products", 15 * plane);
-        let tmp = ctx.storage("blur tmp", 15 * plane);
-        let blurred = ctx.storage("blurred", 15 * plane);
-        let maps = ctx.storage("map and coefficients", 12 * plane);
-        let coeffs_tmp = ctx.storage("coefficient tmp", 9 * plane);
-        let coeffs = ctx.storage("blurred coefficients", 9 * plane);
-        let sums = ctx.storage("row sums", 2 * h as u64 * 4);
-        let grad_buf = ctx.storage("grad", n as u64 * 4);
-        let mut enc = ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("loss"),
-            });
+        let LossBuffers {
+            products,
+            tmp,
+            blurred,
+            maps,
+            coeffs_tmp,
+            coeffs,
+            sums,
+            grad: grad_buf,
+            ..
+        } = bufs;
         let (gx, gy) = ((w as u32).div_ceil(16), (h as u32).div_ceil(16));
-        let e = &mut enc;
         pass(
             ctx,
             e,
             &self.products,
             &params(3),
-            &[(1, &rb), (2, &tb), (4, &products)],
+            &[(1, rb), (2, tb), (4, products)],
             (gx, gy, 3),
         );
         pass(
@@ -118,7 +134,7 @@ impl GpuLoss {
             e,
             &self.blur_h,
             &params(15),
-            &[(3, &products), (4, &tmp)],
+            &[(3, products), (4, tmp)],
             (gx, gy, 15),
         );
         pass(
@@ -126,7 +142,7 @@ impl GpuLoss {
             e,
             &self.blur_v,
             &params(15),
-            &[(3, &tmp), (4, &blurred)],
+            &[(3, tmp), (4, blurred)],
             (gx, gy, 15),
         );
         pass(
@@ -134,10 +150,10 @@ impl GpuLoss {
             e,
             &self.ssim_map,
             &params(3),
-            &[(3, &blurred), (5, &maps)],
+            &[(3, blurred), (5, maps)],
             (gx, gy, 3),
         );
-        let sums_bindings = [(1, &rb), (2, &tb), (5, &maps), (6, &sums)];
+        let sums_bindings = [(1, rb), (2, tb), (5, maps), (6, sums)];
         pass(
             ctx,
             e,
@@ -147,13 +163,13 @@ impl GpuLoss {
             ((h as u32).div_ceil(64), 1, 1),
         );
         // The coefficients are planes 3..12 of `maps`: blur a copy.
-        e.copy_buffer_to_buffer(&maps, 3 * plane, &coeffs, 0, 9 * plane);
+        e.copy_buffer_to_buffer(maps, 3 * plane, coeffs, 0, 9 * plane);
         pass(
             ctx,
             e,
             &self.blur_h,
             &params(9),
-            &[(3, &coeffs), (4, &coeffs_tmp)],
+            &[(3, coeffs), (4, coeffs_tmp)],
             (gx, gy, 9),
         );
         pass(
@@ -161,20 +177,72 @@ impl GpuLoss {
             e,
             &self.blur_v,
             &params(9),
-            &[(3, &coeffs_tmp), (4, &coeffs)],
+            &[(3, coeffs_tmp), (4, coeffs)],
             (gx, gy, 9),
         );
-        let grad_bindings = [(1, &rb), (2, &tb), (3, &coeffs), (7, &grad_buf)];
+        let grad_bindings = [(1, rb), (2, tb), (3, coeffs), (7, grad_buf)];
         pass(ctx, e, &self.grad, &params(3), &grad_bindings, (gx, gy, 3));
-        ctx.queue.submit([enc.finish()]);
-        let row_sums: Vec<f32> = ctx.read(&sums, 2 * h)?;
-        *grad = ctx.read(&grad_buf, n)?;
-        let ssim = row_sums[..h].iter().map(|&v| v as f64).sum::<f64>() / n as f64;
-        let l1 = row_sums[h..].iter().map(|&v| v as f64).sum::<f64>() / n as f64;
-        Ok(LossValue {
-            loss: (1.0 - lambda) * l1 + lambda * (1.0 - ssim),
-            l1,
-            ssim,
+    }
+}
+
+/// The loss value and the PSNR (of the render clamped to [0, 1]) from the `3 h` row sums the loss
+/// writes (SSIM map, |x - y|, squared error per row), added in f64.
+pub fn loss_from_row_sums(row_sums: &[f32], w: usize, h: usize, lambda: f64) -> (LossValue, f64) {
+    let n = (w * h * 3) as f64;
+    let sum = |r: &[f32]| r.iter().map(|&v| v as f64).sum::<f64>() / n;
+    let ssim = sum(&row_sums[..h]);
+    let l1 = sum(&row_sums[h..2 * h]);
+    let mse = sum(&row_sums[2 * h..3 * h]);
+    let psnr = if mse <= 0.0 {
+        f64::INFINITY
+    } else {
+        -10.0 * mse.log10()
+    };
+    let value = LossValue {
+        loss: (1.0 - lambda) * l1 + lambda * (1.0 - ssim),
+        l1,
+        ssim,
+    };
+    (value, psnr)
+}
+
+/// The loss's device buffers for one image size (the planes of the SSIM, the row sums, the gradient).
+pub(crate) struct LossBuffers {
+    pub(crate) width: usize,
+    pub(crate) height: usize,
+    products: wgpu::Buffer,
+    tmp: wgpu::Buffer,
+    blurred: wgpu::Buffer,
+    maps: wgpu::Buffer,
+    coeffs_tmp: wgpu::Buffer,
+    coeffs: wgpu::Buffer,
+    /// SSIM map, |x - y| and squared error, per row (3 h).
+    pub(crate) sums: wgpu::Buffer,
+    /// The image gradient (RGB per pixel).
+    pub(crate) grad: wgpu::Buffer,
+}
+
+impl LossBuffers {
+    pub(crate) fn new(ctx: &GpuContext, w: usize, h: usize) -> Result<Self, GpuError> {
+        let plane = (w * h) as u64 * 4;
+        if 15 * plane > ctx.limits.max_storage_buffer_binding_size {
+            return Err(GpuError::TooLarge {
+                what: "the SSIM planes",
+                bytes: 15 * plane,
+                limit: ctx.limits.max_storage_buffer_binding_size,
+            });
+        }
+        Ok(LossBuffers {
+            width: w,
+            height: h,
+            products: ctx.storage("products", 15 * plane),
+            tmp: ctx.storage("blur tmp", 15 * plane),
+            blurred: ctx.storage("blurred", 15 * plane),
+            maps: ctx.storage("map and coefficients", 12 * plane),
+            coeffs_tmp: ctx.storage("coefficient tmp", 9 * plane),
+            coeffs: ctx.storage("blurred coefficients", 9 * plane),
+            sums: ctx.storage("row sums", 3 * h as u64 * 4),
+            grad: ctx.storage("grad", 3 * plane),
         })
     }
 }

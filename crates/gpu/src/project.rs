@@ -29,8 +29,8 @@ pub(crate) struct CameraUniform {
 }
 
 /// Floats per Gaussian of each input, then of each output (binding order).
-const INPUT_FLOATS: [usize; 6] = [3, 3, 4, 1, 3, 0 /* sh_rest: per scene */];
-const OUTPUT_WORDS: [usize; 8] = [2, 3, 1, 1, 4, 1, 3, 1];
+pub(crate) const INPUT_FLOATS: [usize; 6] = [3, 3, 4, 1, 3, 0 /* sh_rest: per scene */];
+pub(crate) const OUTPUT_WORDS: [usize; 8] = [2, 3, 1, 1, 4, 1, 3, 1];
 
 /// The part of `buf` holding Gaussians `first .. first + len` at `words` 4-byte words each.
 pub(crate) fn chunk_binding(
@@ -96,7 +96,7 @@ pub(crate) fn record_chunked(
     buffers: &[(u32, &wgpu::Buffer, usize)],
 ) {
     let chunks = n.div_ceil(chunk);
-    let stride = ctx.limits.min_uniform_buffer_offset_alignment.max(256) as usize;
+    let stride = uniform_stride(ctx);
     let block = std::mem::size_of::<CameraUniform>();
     let mut bytes = vec![0u8; chunks * stride];
     for c in 0..chunks {
@@ -111,6 +111,30 @@ pub(crate) fn record_chunked(
             usage: wgpu::BufferUsages::UNIFORM,
         },
     );
+    record_chunked_with(ctx, enc, pipeline, layout, n, chunk, &uniform, buffers);
+}
+
+/// Bytes between the camera blocks of consecutive chunks in the uniform buffer.
+pub(crate) fn uniform_stride(ctx: &GpuContext) -> usize {
+    ctx.limits.min_uniform_buffer_offset_alignment.max(256) as usize
+}
+
+/// [`record_chunked`] with the camera blocks already in `uniform` (chunk `c`'s at `c * uniform_stride`):
+/// the resident trainer writes them on the device for the view it draws.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn record_chunked_with(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    pipeline: &wgpu::ComputePipeline,
+    layout: &wgpu::BindGroupLayout,
+    n: usize,
+    chunk: usize,
+    uniform: &wgpu::Buffer,
+    buffers: &[(u32, &wgpu::Buffer, usize)],
+) {
+    let chunks = n.div_ceil(chunk);
+    let stride = uniform_stride(ctx);
+    let block = std::mem::size_of::<CameraUniform>();
     for c in 0..chunks {
         let first = c * chunk;
         let len = chunk.min(n - first);
@@ -156,8 +180,8 @@ pub(crate) fn record_chunked(
 
 /// Compiled pipeline of the stage.
 pub struct GpuProject {
-    pipeline: wgpu::ComputePipeline,
-    layout: wgpu::BindGroupLayout,
+    pub(crate) pipeline: wgpu::ComputePipeline,
+    pub(crate) layout: wgpu::BindGroupLayout,
 }
 
 impl GpuProject {

@@ -13,7 +13,7 @@ use crate::kernel::module;
 use crate::project::{camera_uniform, chunk_len_for, record_chunked};
 
 pub struct GpuProjectBackward {
-    pipeline: wgpu::ComputePipeline,
+    pub(crate) pipeline: wgpu::ComputePipeline,
 }
 
 impl GpuProjectBackward {

@@ -10,16 +10,16 @@ use crate::kernel::{groups_for, module, record_pass};
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-struct RasterParams {
+pub(crate) struct RasterParams {
     dims: [u32; 4],
     bg: [f32; 4],
     cut: [f32; 4],
 }
 
 pub struct GpuRasterize {
-    forward: wgpu::ComputePipeline,
-    backward_tiles: wgpu::ComputePipeline,
-    backward_gather: wgpu::ComputePipeline,
+    pub(crate) forward: wgpu::ComputePipeline,
+    pub(crate) backward_tiles: wgpu::ComputePipeline,
+    pub(crate) backward_gather: wgpu::ComputePipeline,
 }
 
 /// Device buffers the forward reads: the projected Gaussians and the tile lists.
@@ -32,7 +32,7 @@ pub struct RasterInputs<'a> {
     pub colors: &'a wgpu::Buffer,
 }
 
-fn raster_params(grid: &TileGrid, settings: &RenderSettings, gaussians: u32) -> RasterParams {
+pub(crate) fn raster_params(grid: &TileGrid, settings: &RenderSettings, gaussians: u32) -> RasterParams {
     let c = &settings.cutoffs;
     let bg = settings.background;
     RasterParams {
@@ -49,7 +49,7 @@ fn raster_params(grid: &TileGrid, settings: &RenderSettings, gaussians: u32) -> 
 
 impl RasterInputs<'_> {
     /// Bindings 1-6 of both rasterize shaders (`common_raster.wgsl`).
-    fn bindings(&self) -> [(u32, &wgpu::Buffer); 6] {
+    pub(crate) fn bindings(&self) -> [(u32, &wgpu::Buffer); 6] {
         [
             (1, self.ranges),
             (2, self.ids),

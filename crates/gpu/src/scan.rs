@@ -9,6 +9,29 @@ pub struct GpuScan {
     add_offsets: Kernel,
 }
 
+/// The block-total buffers of every level of a scan of `n` values, made once and reused (the resident
+/// trainer scans the same sizes every step).
+pub struct ScanPlan {
+    n: u32,
+    levels: Vec<wgpu::Buffer>,
+}
+
+impl ScanPlan {
+    pub fn new(ctx: &GpuContext, n: u32) -> Self {
+        let mut levels = Vec::new();
+        let mut len = n;
+        while len > 0 {
+            let blocks = groups_for(len);
+            levels.push(ctx.storage("block sums", blocks as u64 * 4));
+            if blocks == 1 {
+                break;
+            }
+            len = blocks;
+        }
+        ScanPlan { n, levels }
+    }
+}
+
 impl GpuScan {
     pub fn new(ctx: &GpuContext) -> Self {
         let m = module(ctx, "prefix_sum.wgsl", crate::shaders::PREFIX_SUM);
@@ -26,18 +49,40 @@ impl GpuScan {
         data: &wgpu::Buffer,
         n: u32,
     ) {
+        let plan = ScanPlan::new(ctx, n);
+        self.record_planned(ctx, enc, data, &plan);
+    }
+
+    /// Records the exclusive scan of the first `plan.n` values of `data` with `plan`'s buffers.
+    pub fn record_planned(
+        &self,
+        ctx: &GpuContext,
+        enc: &mut wgpu::CommandEncoder,
+        data: &wgpu::Buffer,
+        plan: &ScanPlan,
+    ) {
+        self.level(ctx, enc, data, plan.n, &plan.levels);
+    }
+
+    fn level(
+        &self,
+        ctx: &GpuContext,
+        enc: &mut wgpu::CommandEncoder,
+        data: &wgpu::Buffer,
+        n: u32,
+        sums: &[wgpu::Buffer],
+    ) {
         if n == 0 {
             return;
         }
         let blocks = groups_for(n);
-        let sums = ctx.storage("block sums", blocks as u64 * 4);
         let params = [n, 0, 0, 0];
         self.scan_blocks
-            .dispatch(ctx, enc, params, &[(1, data), (2, &sums)], blocks);
+            .dispatch(ctx, enc, params, &[(1, data), (2, &sums[0])], blocks);
         if blocks > 1 {
-            self.record(ctx, enc, &sums, blocks);
+            self.level(ctx, enc, &sums[0], blocks, &sums[1..]);
             self.add_offsets
-                .dispatch(ctx, enc, params, &[(1, data), (2, &sums)], blocks);
+                .dispatch(ctx, enc, params, &[(1, data), (2, &sums[0])], blocks);
         }
         debug_assert_eq!(WORKGROUP, 256);
     }

@@ -32,6 +32,7 @@ pub const RASTERIZE_BWD: &str = with_raster!("rasterize_bwd.wgsl");
 pub const LOSS: &str = include_str!("shaders/loss.wgsl");
 pub const ADAM: &str = include_str!("shaders/adam.wgsl");
 pub const DENSIFY_STATS: &str = include_str!("shaders/densify_stats.wgsl");
+pub const RESIDENT: &str = include_str!("shaders/resident.wgsl");
 
 /// Every compiled source with the file it is built around (the `common_*.wgsl` files are preludes).
 pub const ALL: &[(&str, &str)] = &[
@@ -46,4 +47,5 @@ pub const ALL: &[(&str, &str)] = &[
     ("loss.wgsl", LOSS),
     ("adam.wgsl", ADAM),
     ("densify_stats.wgsl", DENSIFY_STATS),
+    ("resident.wgsl", RESIDENT),
 ];

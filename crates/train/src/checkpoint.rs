@@ -1,7 +1,7 @@
 //! Checkpoints: the whole [`TrainState`] in a small binary format, so a resumed run continues bit for bit.
 //!
 //! Layout (little-endian): magic `SPLATCK1`, `u32` version, `u64` step, `u32` active and stored SH degree,
-//! the generator (`[u8; 32]` seed, `u64` stream, `u128` word position), the epoch order and position, the
+//! the generator (`[u8; 32]` seed, `u64` stream, `u128` word position), the
 //! parameter arrays, per Adam group its step and moments, the densification statistics, and an FNV-1a
 //! checksum of everything before it. Every length is checked against the bytes present.
 
@@ -13,7 +13,8 @@ use crate::adam::AdamState;
 use crate::state::{TrainState, GROUPS};
 
 const MAGIC: &[u8; 8] = b"SPLATCK1";
-const VERSION: u32 = 1;
+// 2: the epoch order is no longer stored (views are a function of the seed and the step).
+const VERSION: u32 = 2;
 
 fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -52,11 +53,6 @@ pub fn to_bytes(s: &TrainState) -> Vec<u8> {
     w.0.extend_from_slice(&s.rng.get_seed());
     w.u64(s.rng.get_stream());
     w.0.extend_from_slice(&s.rng.get_word_pos().to_le_bytes());
-    w.u64(s.epoch_pos as u64);
-    w.u64(s.epoch_order.len() as u64);
-    for &v in &s.epoch_order {
-        w.u32(v);
-    }
     let g = &s.gaussians;
     w.u64(g.len() as u64);
     w.f32s(g.means.as_flattened());
@@ -142,14 +138,6 @@ pub fn from_bytes(b: &[u8]) -> Result<TrainState, String> {
     let mut rng = ChaCha8Rng::from_seed(seed);
     rng.set_stream(stream);
     rng.set_word_pos(word_pos);
-    let epoch_pos = r.u64()? as usize;
-    let order_len = r.u64()? as usize;
-    if order_len > (body.len() - r.pos) / 4 {
-        return Err("epoch order longer than the file".into());
-    }
-    let epoch_order = (0..order_len)
-        .map(|_| r.u32())
-        .collect::<Result<Vec<_>, _>>()?;
     let n = r.u64()? as usize;
     if n > body.len() / 4 {
         return Err("Gaussian count larger than the file".into());
@@ -182,8 +170,6 @@ pub fn from_bytes(b: &[u8]) -> Result<TrainState, String> {
         step,
         active_sh_degree: active,
         rng,
-        epoch_order,
-        epoch_pos,
         grad_accum,
         grad_count,
         max_radii,

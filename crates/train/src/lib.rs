@@ -14,10 +14,12 @@ pub mod loss;
 pub mod memory;
 pub mod parallel;
 pub mod report;
+pub mod resident;
 pub mod schedule;
 pub mod state;
 pub mod testhook;
 pub mod trainer;
+pub mod views;
 
 pub use config::TrainConfig;
 pub use state::TrainState;

@@ -24,9 +24,6 @@ pub struct TrainState {
     pub step: u64,
     pub active_sh_degree: usize,
     pub rng: ChaCha8Rng,
-    /// Training-view order of the current epoch and the position in it.
-    pub epoch_order: Vec<u32>,
-    pub epoch_pos: usize,
     /// Densification statistics per Gaussian.
     pub grad_accum: Vec<f32>,
     pub grad_count: Vec<f32>,
@@ -63,8 +60,6 @@ impl TrainState {
             step: 0,
             active_sh_degree: 0,
             rng,
-            epoch_order: Vec::new(),
-            epoch_pos: 0,
             grad_accum: vec![0.0; n],
             grad_count: vec![0.0; n],
             max_radii: vec![0.0; n],

@@ -1,4 +1,5 @@
-//! The training loop: one view per step, drawn without replacement per epoch from a seeded generator.
+//! The training loop: one view per step, drawn without replacement per epoch from a seeded permutation
+//! ([`crate::views`]).
 //!
 //! Per iteration `it` (1-based, as the original): raise the active SH degree every `sh_degree_interval`
 //! steps; render the view; loss and backward; while `it < densify_until`, accumulate densification
@@ -9,9 +10,10 @@
 //! is the model the original saves at its last iteration, which it does before that iteration's
 //! densification, so the last iteration does not densify or reset either.
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use splat_core::Gaussians;
 use splat_io::dataset::{Points, View};
@@ -22,6 +24,7 @@ use crate::densify::{self, DensifyReport};
 use crate::init::gaussians_from_points;
 use crate::loss::{loss_and_grad, psnr, LossValue, SsimScratch};
 use crate::parallel::{Collective, Local};
+use crate::resident::{BlockConstants, PlannedStep, ResidentEngine, StepOutcome};
 use crate::schedule::exp_decay;
 use crate::state::{group_params, TrainState, GROUPS};
 
@@ -144,7 +147,22 @@ pub struct Trainer<'a> {
     step_norms: Vec<f32>,
     step_counts: Vec<f32>,
     step_radii: Vec<f32>,
+    /// Runs blocks of steps on a device holding the state (see [`crate::resident`]).
+    resident: Option<Box<dyn ResidentEngine + 'a>>,
+    /// The device's state is `state` (false after a host step changed it).
+    device_current: bool,
+    /// `state` is the device's (false after a block ran; [`Trainer::sync`] copies it back).
+    host_current: bool,
+    /// Steps a block ran that `step` has not returned yet, with the SH degree after each.
+    pending: VecDeque<(StepStats, usize)>,
+    /// Blocks end at multiples of this (checkpoints read the state there); 0: no such bound.
+    sync_every: u64,
+    /// A block hit the consecutive-skip limit: returned once its earlier steps have been.
+    diverged: Option<Diverged>,
 }
+
+/// Longest block of resident steps the trainer plans.
+pub const BLOCK_STEPS: u64 = 100;
 
 impl<'a> Trainer<'a> {
     /// Starts from the initial points.
@@ -190,6 +208,167 @@ impl<'a> Trainer<'a> {
             step_norms: Vec::new(),
             step_counts: Vec::new(),
             step_radii: Vec::new(),
+            resident: None,
+            device_current: false,
+            host_current: true,
+            pending: VecDeque::new(),
+            sync_every: 0,
+            diverged: None,
+        }
+    }
+
+    /// Runs the steps between host events (densification, opacity resets) in blocks on `engine`, which
+    /// holds the state on its device. Only for one view per step on one rank; otherwise, or when the
+    /// engine cannot run this dataset, returns the reason and leaves the trainer as it was.
+    pub fn with_resident(&mut self, engine: Box<dyn ResidentEngine + 'a>) -> Result<(), String> {
+        if self.cfg.batch > 1 || self.collective.size() > 1 {
+            return Err("resident blocks run one view per step on one rank".into());
+        }
+        if let Some(why) = engine.unsupported() {
+            return Err(why);
+        }
+        self.resident = Some(engine);
+        self.device_current = false;
+        Ok(())
+    }
+
+    /// The resident engine's name, when blocks run on one.
+    pub fn resident_name(&self) -> Option<&str> {
+        self.resident.as_deref().map(|e| e.name())
+    }
+
+    /// Blocks end at multiples of `every` steps (where the caller reads the state, e.g. checkpoints).
+    pub fn set_sync_every(&mut self, every: u64) {
+        self.sync_every = every;
+    }
+
+    /// Makes `state` current: after resident blocks, copies the device's state back (parameters,
+    /// moments, statistics). A device failure here is fatal, as in the backends.
+    /// Only between blocks: the device is at the end of its block, so `pending` must be empty.
+    pub fn sync(&mut self) {
+        if self.host_current {
+            return;
+        }
+        assert!(
+            self.pending.is_empty(),
+            "sync at step {} inside a block (set_sync_every bounds blocks)",
+            self.state.step
+        );
+        let engine = self.resident.as_mut().expect("only blocks leave the host behind");
+        if let Err(e) = engine.store(&mut self.state) {
+            panic!("reading the state back from {} failed: {e}", engine.name());
+        }
+        self.host_current = true;
+    }
+
+    /// Whether iteration `it` edits the state on the host (densification or an opacity reset).
+    fn host_event(&self, it: u64) -> bool {
+        let cfg = &self.cfg;
+        let last = it >= cfg.iterations;
+        if last || it >= cfg.densify_until {
+            return false;
+        }
+        let densify =
+            it > cfg.densify_from && cfg.densify_interval > 0 && it.is_multiple_of(cfg.densify_interval);
+        let white = self.background == [1.0; 3];
+        let reset = (cfg.opacity_reset_interval > 0 && it.is_multiple_of(cfg.opacity_reset_interval))
+            || (white && it == cfg.densify_from);
+        densify || reset
+    }
+
+    /// The SH degree iteration `it` renders with, given the degree before it.
+    fn degree_at(&self, it: u64, before: usize) -> usize {
+        let cfg = &self.cfg;
+        if cfg.sh_degree_interval > 0 && it.is_multiple_of(cfg.sh_degree_interval) && before < cfg.sh_degree
+        {
+            before + 1
+        } else {
+            before
+        }
+    }
+
+    /// Plans and runs the block starting at the next iteration, queueing its steps in `pending`.
+    fn run_resident_block(&mut self) {
+        let first = self.state.step + 1;
+        let mut steps = Vec::new();
+        let mut degree = self.state.active_sh_degree;
+        let mut degrees = Vec::new();
+        let mut it = first;
+        while it <= self.cfg.iterations && it - first < BLOCK_STEPS && !self.host_event(it) {
+            degree = self.degree_at(it, degree);
+            degrees.push(degree);
+            let last = it >= self.cfg.iterations;
+            steps.push(PlannedStep {
+                step: it,
+                draw: it - 1,
+                sh_degree: degree,
+                stats: it < self.cfg.densify_until && !last,
+                position_lr: (!last).then(|| self.position_lr(it)),
+            });
+            if self.sync_every > 0 && it.is_multiple_of(self.sync_every) {
+                break;
+            }
+            it += 1;
+        }
+        let cfg = &self.cfg;
+        let constants = BlockConstants {
+            seed: cfg.seed,
+            lambda_dssim: cfg.lambda_dssim,
+            lrs: [
+                0.0,
+                cfg.sh_dc_lr,
+                cfg.sh_rest_lr,
+                cfg.opacity_lr,
+                cfg.scale_lr,
+                cfg.rotation_lr,
+            ],
+            betas: cfg.adam_betas(),
+            background: self.background,
+        };
+        let engine = self.resident.as_mut().expect("resident engine");
+        if !self.device_current {
+            if let Err(e) = engine.load(&self.state) {
+                panic!("loading the state onto {} failed: {e}", engine.name());
+            }
+            self.device_current = true;
+        }
+        let mut outcomes: Vec<StepOutcome> = Vec::with_capacity(steps.len());
+        let t = Instant::now();
+        if let Err(e) = engine.run_block(&constants, &steps, &mut outcomes) {
+            panic!("a block of steps on {} failed: {e}", engine.name());
+        }
+        self.host_current = false;
+        let per_step = t.elapsed() / outcomes.len().max(1) as u32;
+        let n = self.state.len();
+        for (o, &degree) in outcomes.iter().zip(&degrees) {
+            let mut stats = StepStats {
+                step: o.step,
+                loss: o.loss,
+                l1: o.l1,
+                ssim: o.ssim,
+                psnr: o.psnr,
+                num_gaussians: n,
+                skipped: o.skipped,
+                ..Default::default()
+            };
+            // The device reports no per-stage times: the block's wall time, shared.
+            stats.times.rasterize_forward = per_step;
+            if o.skipped {
+                self.skipped_steps += 1;
+                self.consecutive_skips += 1;
+                if self.consecutive_skips >= MAX_CONSECUTIVE_SKIPS {
+                    // Later steps of the block ran but are not reported: the run stops here.
+                    self.diverged = Some(Diverged {
+                        step: o.step,
+                        consecutive: self.consecutive_skips,
+                        total: self.skipped_steps,
+                    });
+                    break;
+                }
+            } else {
+                self.consecutive_skips = 0;
+            }
+            self.pending.push_back((stats, degree));
         }
     }
 
@@ -219,20 +398,11 @@ impl<'a> Trainer<'a> {
         self.backend.name()
     }
 
-    fn next_view(&mut self) -> usize {
-        let s = &mut self.state;
-        if s.epoch_pos >= s.epoch_order.len() {
-            s.epoch_order.clear();
-            s.epoch_order.extend(0..self.views.len() as u32);
-            for i in (1..s.epoch_order.len()).rev() {
-                let j = s.rng.random_range(0..=i);
-                s.epoch_order.swap(i, j);
-            }
-            s.epoch_pos = 0;
-        }
-        let v = s.epoch_order[s.epoch_pos] as usize;
-        s.epoch_pos += 1;
-        v
+    /// The view of draw `j` of iteration `it` (see [`crate::views`]: stateless, so a device can draw the
+    /// same views).
+    fn view_of(&self, it: u64, j: usize) -> usize {
+        let draw = (it - 1) * self.cfg.batch.max(1) as u64 + j as u64;
+        crate::views::view_for_draw(self.cfg.seed, draw, self.views.len() as u32) as usize
     }
 
     /// The position learning rate at iteration `it`.
@@ -285,6 +455,30 @@ impl<'a> Trainer<'a> {
     /// ranks, one update. A step whose loss or gradients are not finite is skipped (counted in
     /// `skipped_steps`); too many in a row is an error.
     pub fn step(&mut self) -> Result<StepStats, Diverged> {
+        if self.resident.is_some() {
+            if self.pending.is_empty() {
+                if let Some(e) = self.diverged.take() {
+                    self.state.step = e.step;
+                    return Err(e);
+                }
+                let it = self.state.step + 1;
+                if it <= self.cfg.iterations && !self.host_event(it) {
+                    self.run_resident_block();
+                }
+            }
+            if let Some((stats, degree)) = self.pending.pop_front() {
+                self.state.step = stats.step;
+                self.state.active_sh_degree = degree;
+                return Ok(stats);
+            }
+            if let Some(e) = self.diverged.take() {
+                self.state.step = e.step;
+                return Err(e);
+            }
+            // A host event: the host needs the state and the device a fresh copy afterwards.
+            self.sync();
+            self.device_current = false;
+        }
         let cfg = self.cfg.clone();
         let it = self.state.step + 1;
         if cfg.sh_degree_interval > 0
@@ -317,7 +511,7 @@ impl<'a> Trainer<'a> {
         let mut sums = [0.0f64; 4];
         let mut local_views = 0;
         for j in 0..batch {
-            let vi = self.next_view();
+            let vi = self.view_of(it, j);
             if j % ranks != rank {
                 continue;
             }

@@ -16,11 +16,13 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> grad_accum: array<f32>;
 @group(0) @binding(4) var<storage, read_write> grad_count: array<f32>;
 @group(0) @binding(5) var<storage, read_write> max_radii: array<f32>;
+// The resident trainer's step status (`resident.wgsl`): a halted step changes nothing.
+@group(0) @binding(6) var<storage, read> status: array<u32>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = gid.x + gid.y * nwg.x * 256u;
-    if i >= params.n.x || radii[i] == 0u {
+    if i >= params.n.x || radii[i] == 0u || status[0] != 0u {
         return;
     }
     let gx = projected_grads[9u * i] * params.half.x;

@@ -124,7 +124,8 @@ fn ssim_map(@builtin(global_invocation_id) gid: vec3<u32>) {
     map[(3u + 2u * 3u + c) * plane + p] = ds_dsxy;
 }
 
-// One invocation per row: the row's SSIM map over the channels (sums[y]) and its |x - y| (sums[h + y]).
+// One invocation per row: the row's SSIM map over the channels (sums[y]), its |x - y| (sums[h + y]) and its
+// squared error with the render clamped to [0, 1] (sums[2h + y], for the PSNR).
 @compute @workgroup_size(64)
 fn row_sums(@builtin(global_invocation_id) gid: vec3<u32>) {
     let w = params.dims.x;
@@ -141,11 +142,15 @@ fn row_sums(@builtin(global_invocation_id) gid: vec3<u32>) {
             s += map[c * plane + y * w + x];
         }
     }
+    var sq = 0.0;
     for (var i = 3u * y * w; i < 3u * (y + 1u) * w; i++) {
         l1 += abs(render[i] - target_img[i]);
+        let d = clamp(render[i], 0.0, 1.0) - target_img[i];
+        sq += d * d;
     }
     sums[y] = s;
     sums[h + y] = l1;
+    sums[2u * h + y] = sq;
 }
 
 // src: the blurred coefficients (9 planes).

@@ -3,11 +3,11 @@
 // Gaussian's offset, in id order, so a stable sort by (tile, depth) breaks ties by id as the reference does.
 
 struct Params {
-    // Gaussians, tiles_x, first Gaussian of the dispatch, unused.
+    // Gaussians, tiles_x, first Gaussian of the dispatch, capacity of the list (0: sized for the count).
     n: u32,
     tiles_x: u32,
     first: u32,
-    pad: u32,
+    capacity: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -48,8 +48,13 @@ fn emit(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     var at = counts[i];
     // Positive depths order like their bit patterns.
     let d = bitcast<u32>(depths[i]);
-    for (var ty = r.y; ty < r.w; ty++) {
-        for (var tx = r.x; tx < r.z; tx++) {
+    // A list sized by capacity takes what fits (an overflow halts the step, see `resident.wgsl`).
+    var end = counts[i + 1u];
+    if params.capacity != 0u {
+        end = min(end, params.capacity);
+    }
+    for (var ty = r.y; ty < r.w && at < end; ty++) {
+        for (var tx = r.x; tx < r.z && at < end; tx++) {
             key_tile[at] = ty * params.tiles_x + tx;
             key_depth[at] = d;
             ids[at] = i;

@@ -1,0 +1,881 @@
+//! The resident trainer on the GPU ([`GpuResident`], a [`ResidentEngine`]): parameters, Adam moments,
+//! densification statistics, every training image (RGB8 packed in a u32) and every camera live on the
+//! device, and one submission runs a block of training steps:
+//!
+//! per step: draw the view and write its camera blocks and target image (`resident.wgsl`); project; count
+//! tile intersections and scan; check the list's capacity; pad, emit and sort the list; tile ranges;
+//! rasterize; loss; rasterize backward; project backward; check the gradients are finite; densification
+//! statistics; Adam (the per-step constants, learning rate and bias corrections, are known to the host
+//! when it records the block).
+//!
+//! Static shapes: the intersection list has a capacity, not the step's size, so every dispatch of a step
+//! has a size fixed when the block is recorded. Entries past the step's intersections are padding keys
+//! that sort last and belong to no tile. A step whose list would not fit, or whose loss or gradients are
+//! not finite, *halts* the block: it and every later step of the submission change nothing (the
+//! state-changing kernels read the status word). After the submission the host reads back the only
+//! things it must: the status (4 words) and the block's loss row sums (3 x height floats per step, for the
+//! loss, L1, SSIM and PSNR it reports). On an overflow it grows the list to the size the status reports
+//! and records the rest of the block again from the halted step, so results never depend on the capacity;
+//! a non-finite step is reported skipped and the block resumes after it.
+//!
+//! Host work per submission is recording (bind groups are made per dispatch as in the per-stage path;
+//! caching them per scene is a known next step) and these two read-backs.
+
+use std::sync::Arc;
+
+use splat_core::TileGrid;
+use splat_io::dataset::View;
+use splat_render::project::CameraParams;
+use splat_render::sh::active_coeffs;
+use splat_render::RenderSettings;
+use splat_train::resident::{BlockConstants, PlannedStep, ResidentEngine, StepOutcome};
+use splat_train::state::{group_width, GROUPS};
+use splat_train::TrainState;
+
+use crate::bin::bits_for;
+use crate::context::{GpuContext, GpuError};
+use crate::densify::StatsParams;
+use crate::kernel::{groups_for, module, record_pass, Kernel};
+use crate::loss::{loss_from_row_sums, LossBuffers};
+use crate::project::{
+    camera_uniform, chunk_len_for, record_chunked_with, uniform_stride, CameraUniform,
+    OUTPUT_WORDS,
+};
+use crate::rasterize::{raster_params, RasterInputs};
+use crate::scan::{GpuScan, ScanPlan};
+use crate::{GpuAdam, GpuBin, GpuDensifyStats, GpuLoss, GpuProject, GpuProjectBackward, GpuRasterize};
+
+/// Steps recorded into one submission at most.
+pub const SUBMIT_STEPS: usize = 50;
+
+/// The 4x16-byte uniform of `resident.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct BookParams {
+    a: [u32; 4],
+    b: [u32; 4],
+    c: [u32; 4],
+    d: [u32; 4],
+}
+
+/// Floats per Gaussian and offset of each group (in [`GROUPS`] order) in the project backward's packed
+/// gradients (means 3, log_scales 3, rotations 4, opacity 1, sh_dc 3, sh_rest).
+fn packed_offset(group: usize) -> usize {
+    [0, 11, 14, 10, 3, 6][group]
+}
+
+/// Status words (see `resident.wgsl`).
+const STATUS_WORDS: usize = 8;
+const HALT_OVERFLOW: u32 = 1;
+const HALT_NOT_FINITE: u32 = 2;
+
+struct Kernels {
+    select: Kernel,
+    unpack: Kernel,
+    overflow: Kernel,
+    padding: Kernel,
+    check: Kernel,
+    commit: Kernel,
+    adam_packed: wgpu::ComputePipeline,
+}
+
+/// The dataset on the device.
+struct Images {
+    grid: TileGrid,
+    views: u32,
+    /// RGB8 per pixel, view after view.
+    packed: wgpu::Buffer,
+    lut: wgpu::Buffer,
+    /// 8 words of 16 bytes per view: the camera block with zero counts.
+    cameras: wgpu::Buffer,
+}
+
+/// The capacity-sized intersection list and what is sized with it.
+struct List {
+    capacity: u32,
+    a: [wgpu::Buffer; 3],
+    b: [wgpu::Buffer; 3],
+    zeros: wgpu::Buffer,
+    scan: ScanPlan,
+    records: wgpu::Buffer,
+}
+
+/// The state on the device and the buffers sized by its Gaussian count.
+struct Scene {
+    n: usize,
+    rest: usize,
+    stored_degree: usize,
+    /// Parameters, first and second moments, in [`GROUPS`] order.
+    params: Vec<wgpu::Buffer>,
+    m: Vec<wgpu::Buffer>,
+    v: Vec<wgpu::Buffer>,
+    adam_steps: [u64; 6],
+    /// The projection's outputs in binding order (means2d, conics, depths, radii, rects, opacities,
+    /// colours, clamp flags).
+    projected: Vec<wgpu::Buffer>,
+    counts: wgpu::Buffer,
+    count_scan: ScanPlan,
+    projected_grads: wgpu::Buffer,
+    packed_grads: wgpu::Buffer,
+    /// grad_accum, grad_count, max_radii.
+    stats: [wgpu::Buffer; 3],
+    project_chunk: usize,
+    backward_chunk: usize,
+    project_uniform: wgpu::Buffer,
+    backward_uniform: wgpu::Buffer,
+    /// Camera blocks written by `select_view` (project's chunks, then the backward's), copied into the
+    /// two uniforms.
+    staging: wgpu::Buffer,
+    block_counts: wgpu::Buffer,
+}
+
+pub struct GpuResident {
+    ctx: Arc<GpuContext>,
+    name: String,
+    project: GpuProject,
+    bin: GpuBin,
+    raster: GpuRasterize,
+    loss: GpuLoss,
+    project_bwd: GpuProjectBackward,
+    stats: GpuDensifyStats,
+    scan: GpuScan,
+    k: Kernels,
+    unsupported: Option<String>,
+    /// The intersection list's first capacity (None: a guess from the Gaussian count).
+    initial_capacity: Option<u32>,
+    images: Option<Images>,
+    scene: Option<Scene>,
+    list: Option<List>,
+    status: wgpu::Buffer,
+    target: wgpu::Buffer,
+    loss_bufs: Option<LossBuffers>,
+    image: wgpu::Buffer,
+    final_t: wgpu::Buffer,
+    n_contrib: wgpu::Buffer,
+    ranges: wgpu::Buffer,
+    metrics: wgpu::Buffer,
+}
+
+fn gpu_err(e: GpuError) -> String {
+    e.to_string()
+}
+
+impl GpuResident {
+    /// Compiles the pipelines and uploads the training `views` (all of one size; otherwise
+    /// [`ResidentEngine::unsupported`] says why and the trainer runs on the host).
+    pub fn new(ctx: Arc<GpuContext>, views: &[View]) -> Self {
+        let book = module(&ctx, "resident.wgsl", crate::shaders::RESIDENT);
+        let adam_module = module(&ctx, "adam.wgsl", crate::shaders::ADAM);
+        let k = Kernels {
+            select: Kernel::new(&ctx, &book, "select view", "select_view"),
+            unpack: Kernel::new(&ctx, &book, "unpack target", "unpack_target"),
+            overflow: Kernel::new(&ctx, &book, "check overflow", "check_overflow"),
+            padding: Kernel::new(&ctx, &book, "fill padding", "fill_padding"),
+            check: Kernel::new(&ctx, &book, "check finite", "check_finite"),
+            commit: Kernel::new(&ctx, &book, "commit finite", "commit_finite"),
+            adam_packed: ctx
+                .device
+                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some("adam (packed)"),
+                    layout: None,
+                    module: &adam_module,
+                    entry_point: Some("packed"),
+                    compilation_options: Default::default(),
+                    cache: None,
+                }),
+        };
+        let small = |label| ctx.storage(label, 16);
+        let mut engine = GpuResident {
+            name: format!("gpu resident ({})", ctx.info.name),
+            project: GpuProject::new(&ctx),
+            bin: GpuBin::new(&ctx),
+            raster: GpuRasterize::new(&ctx),
+            loss: GpuLoss::new(&ctx),
+            project_bwd: GpuProjectBackward::new(&ctx),
+            stats: GpuDensifyStats::new(&ctx),
+            scan: GpuScan::new(&ctx),
+            k,
+            unsupported: None,
+            initial_capacity: None,
+            images: None,
+            scene: None,
+            list: None,
+            status: ctx.storage("status", STATUS_WORDS as u64 * 4),
+            target: small("target"),
+            loss_bufs: None,
+            image: small("image"),
+            final_t: small("final transmittance"),
+            n_contrib: small("n_contrib"),
+            ranges: small("tile ranges"),
+            metrics: small("metrics"),
+            ctx,
+        };
+        if let Err(why) = engine.upload_views(views) {
+            engine.unsupported = Some(why);
+        }
+        engine
+    }
+
+    /// Starts the intersection list at `capacity` entries (tests force overflows with a small one).
+    pub fn with_initial_capacity(mut self, capacity: u32) -> Self {
+        self.initial_capacity = Some(capacity);
+        self.list = None;
+        self
+    }
+
+    /// The intersection list's capacity now (0 before the first load).
+    pub fn capacity(&self) -> u32 {
+        self.list.as_ref().map_or(0, |l| l.capacity)
+    }
+
+    fn upload_views(&mut self, views: &[View]) -> Result<(), String> {
+        let ctx = self.ctx.clone();
+        let first = &views.first().ok_or("no training views")?.camera;
+        let (w, h) = (first.width, first.height);
+        if let Some(v) = views
+            .iter()
+            .find(|v| v.camera.width != w || v.camera.height != h)
+        {
+            return Err(format!(
+                "training views differ in size ({}x{} and {}x{} for {})",
+                w, h, v.camera.width, v.camera.height, v.name
+            ));
+        }
+        let grid = TileGrid::new(w, h);
+        let pixels = w as usize * h as usize;
+        let max = ctx.limits.max_storage_buffer_binding_size;
+        let bytes = (views.len() * pixels * 4) as u64;
+        if bytes > max {
+            return Err(format!(
+                "the {} training images need {bytes} bytes on the device, beyond one binding of {max}",
+                views.len()
+            ));
+        }
+        if grid.tiles_x > ctx.limits.max_compute_workgroups_per_dimension
+            || grid.tiles_y > ctx.limits.max_compute_workgroups_per_dimension
+        {
+            return Err("the tile grid exceeds the device's workgroups per dimension".into());
+        }
+        let mut packed = Vec::with_capacity(views.len() * pixels);
+        for v in views {
+            packed.extend(
+                v.image
+                    .data
+                    .chunks_exact(3)
+                    .map(|p| p[0] as u32 | (p[1] as u32) << 8 | (p[2] as u32) << 16),
+            );
+        }
+        let lut: Vec<f32> = (0..256).map(|v| v as f32 / 255.0).collect();
+        let mut cameras: Vec<CameraUniform> = Vec::with_capacity(views.len());
+        for v in views {
+            let cam = CameraParams::<f32>::new(&v.camera);
+            cameras.push(camera_uniform(&v.camera, &cam, &grid, [0; 4]));
+        }
+        self.loss_bufs = Some(LossBuffers::new(&ctx, w as usize, h as usize).map_err(gpu_err)?);
+        self.images = Some(Images {
+            grid,
+            views: views.len() as u32,
+            packed: ctx.storage_from("training images", &packed),
+            lut: ctx.storage_from("image values", &lut),
+            cameras: ctx.storage_from("cameras", &cameras),
+        });
+        let px = pixels as u64;
+        self.target = ctx.storage("target", px * 12);
+        self.image = ctx.storage("image", px * 12);
+        self.final_t = ctx.storage("final transmittance", px * 4);
+        self.n_contrib = ctx.storage("n_contrib", px * 4);
+        self.ranges = ctx.storage("tile ranges", grid.num_tiles() as u64 * 8);
+        self.metrics = ctx.storage("block row sums", (SUBMIT_STEPS * 3 * h as usize * 4) as u64);
+        Ok(())
+    }
+
+    fn make_list(&self, capacity: u32) -> List {
+        let ctx = &self.ctx;
+        let c = capacity as u64;
+        let make = |label| ctx.storage(label, c * 4);
+        List {
+            capacity,
+            a: [make("key tile"), make("key depth"), make("ids")],
+            b: [make("key tile"), make("key depth"), make("ids")],
+            zeros: ctx.storage("radix zeros", (c + 1) * 4),
+            scan: ScanPlan::new(ctx, capacity + 1),
+            records: ctx.storage("intersection records", c * 36),
+        }
+    }
+
+    /// Records step `s` of a submission.
+    #[allow(clippy::too_many_arguments)]
+    fn record_step(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        s: usize,
+        step: &PlannedStep,
+        constants: &BlockConstants,
+        adam_steps: &mut [u64; 6],
+    ) {
+        let ctx = &*self.ctx;
+        let images = self.images.as_ref().expect("views uploaded");
+        let scene = self.scene.as_ref().expect("state loaded");
+        let list = self.list.as_ref().expect("list made");
+        let loss = self.loss_bufs.as_ref().expect("views uploaded");
+        let grid = &images.grid;
+        let n = scene.n as u32;
+        let tiles = grid.num_tiles() as u32;
+        let pixels = grid.width * grid.height;
+        let stride_words = (uniform_stride(ctx) / 16) as u32;
+        let project_chunks = scene.n.div_ceil(scene.project_chunk);
+        let backward_chunks = scene.n.div_ceil(scene.backward_chunk);
+        let grad_stride = 14 + scene.rest;
+        let coeffs = active_coeffs(step.sh_degree, scene.stored_degree) as u32;
+        let p = BookParams {
+            a: [s as u32, list.capacity, n, images.views],
+            b: [
+                constants.seed as u32,
+                (constants.seed >> 32) as u32,
+                step.draw as u32,
+                tiles,
+            ],
+            c: [
+                (project_chunks + backward_chunks) as u32,
+                stride_words,
+                pixels,
+                grad_stride as u32,
+            ],
+            d: [3 * grid.height, coeffs, 0, 0],
+        };
+        let book = |enc: &mut wgpu::CommandEncoder,
+                    kernel: &Kernel,
+                    bindings: &[(u32, &wgpu::Buffer)],
+                    groups: u32| {
+            let (x, y) = ctx.dispatch_size(groups);
+            record_pass(
+                ctx,
+                enc,
+                kernel.pipeline(),
+                bytemuck::bytes_of(&p),
+                bindings,
+                (x, y, 1),
+            );
+        };
+        let status = &self.status;
+
+        // The view, its camera blocks and its target image.
+        book(
+            enc,
+            &self.k.select,
+            &[
+                (1, status),
+                (2, &images.cameras),
+                (3, &scene.block_counts),
+                (4, &scene.staging),
+            ],
+            1,
+        );
+        let stride = uniform_stride(ctx) as u64;
+        let project_bytes = project_chunks as u64 * stride;
+        enc.copy_buffer_to_buffer(&scene.staging, 0, &scene.project_uniform, 0, project_bytes);
+        enc.copy_buffer_to_buffer(
+            &scene.staging,
+            project_bytes,
+            &scene.backward_uniform,
+            0,
+            backward_chunks as u64 * stride,
+        );
+        book(
+            enc,
+            &self.k.unpack,
+            &[
+                (1, status),
+                (5, &images.packed),
+                (6, &images.lut),
+                (7, &self.target),
+            ],
+            groups_for(pixels),
+        );
+
+        // Project.
+        let pr = &scene.projected;
+        let mut bindings: Vec<(u32, &wgpu::Buffer, usize)> = vec![
+            (1, &scene.params[0], 3),
+            (2, &scene.params[4], 3),
+            (3, &scene.params[5], 4),
+            (4, &scene.params[3], 1),
+            (5, &scene.params[1], 3),
+            (6, &scene.params[2], scene.rest),
+        ];
+        bindings.extend(
+            pr.iter()
+                .enumerate()
+                .map(|(k, b)| (7 + k as u32, b, OUTPUT_WORDS[k])),
+        );
+        record_chunked_with(
+            ctx,
+            enc,
+            &self.project.pipeline,
+            &self.project.layout,
+            scene.n,
+            scene.project_chunk,
+            &scene.project_uniform,
+            &bindings,
+        );
+        let (means2d, conics, depths, radii, rects, opacities, colors, clamped) = (
+            &pr[0], &pr[1], &pr[2], &pr[3], &pr[4], &pr[5], &pr[6], &pr[7],
+        );
+
+        // Bin into the capacity-sized list.
+        enc.clear_buffer(&scene.counts, 0, None);
+        self.bin.count.dispatch(
+            ctx,
+            enc,
+            [n, grid.tiles_x, 0, 0],
+            &[(1, radii), (2, rects), (4, &scene.counts)],
+            groups_for(n),
+        );
+        self.scan
+            .record_planned(ctx, enc, &scene.counts, &scene.count_scan);
+        book(enc, &self.k.overflow, &[(1, status), (8, &scene.counts)], 1);
+        let (mut a, mut b) = (&list.a, &list.b);
+        book(
+            enc,
+            &self.k.padding,
+            &[(9, &a[0]), (10, &a[1])],
+            groups_for(list.capacity),
+        );
+        self.bin.emit.dispatch(
+            ctx,
+            enc,
+            [n, grid.tiles_x, 0, list.capacity],
+            &[
+                (1, radii),
+                (2, rects),
+                (3, depths),
+                (4, &scene.counts),
+                (5, &a[0]),
+                (6, &a[1]),
+                (7, &a[2]),
+            ],
+            groups_for(n),
+        );
+        let c = list.capacity;
+        for bit in 0..32 + bits_for(tiles + 1) {
+            let q = [c, bit, 0, 0];
+            self.bin.flags.dispatch(
+                ctx,
+                enc,
+                q,
+                &[(1, &a[0]), (2, &a[1]), (4, &list.zeros)],
+                groups_for(c + 1),
+            );
+            self.scan.record_planned(ctx, enc, &list.zeros, &list.scan);
+            self.bin.scatter.dispatch(
+                ctx,
+                enc,
+                q,
+                &[
+                    (1, &a[0]),
+                    (2, &a[1]),
+                    (3, &a[2]),
+                    (4, &list.zeros),
+                    (5, &b[0]),
+                    (6, &b[1]),
+                    (7, &b[2]),
+                ],
+                groups_for(c),
+            );
+            std::mem::swap(&mut a, &mut b);
+        }
+        enc.clear_buffer(&self.ranges, 0, None);
+        self.bin.ranges.dispatch(
+            ctx,
+            enc,
+            [c, tiles, 0, 0],
+            &[(1, &a[0]), (2, &self.ranges)],
+            groups_for(c),
+        );
+
+        // Rasterize and the loss.
+        let mut settings = RenderSettings::new(step.sh_degree);
+        settings.background = constants.background;
+        let inputs = RasterInputs {
+            ranges: &self.ranges,
+            ids: &a[2],
+            means2d,
+            conics,
+            opacities,
+            colors,
+        };
+        let mut fwd = inputs.bindings().to_vec();
+        fwd.extend([(7, &self.image), (8, &self.final_t), (9, &self.n_contrib)]);
+        record_pass(
+            ctx,
+            enc,
+            &self.raster.forward,
+            bytemuck::bytes_of(&raster_params(grid, &settings, 0)),
+            &fwd,
+            (grid.tiles_x, grid.tiles_y, 1),
+        );
+        self.loss.record(
+            ctx,
+            enc,
+            &self.image,
+            &self.target,
+            loss,
+            constants.lambda_dssim,
+        );
+        let row_bytes = 3 * grid.height as u64 * 4;
+        enc.copy_buffer_to_buffer(&loss.sums, 0, &self.metrics, s as u64 * row_bytes, row_bytes);
+
+        // Backward.
+        enc.clear_buffer(&list.records, 0, None);
+        let mut tiles_b = inputs.bindings().to_vec();
+        tiles_b.extend([
+            (7, &self.final_t),
+            (8, &self.n_contrib),
+            (9, &loss.grad),
+            (10, &list.records),
+        ]);
+        let rp = raster_params(grid, &settings, n);
+        record_pass(
+            ctx,
+            enc,
+            &self.raster.backward_tiles,
+            bytemuck::bytes_of(&rp),
+            &tiles_b,
+            (grid.tiles_x, grid.tiles_y, 1),
+        );
+        let (x, y) = ctx.dispatch_size(groups_for(n));
+        record_pass(
+            ctx,
+            enc,
+            &self.raster.backward_gather,
+            bytemuck::bytes_of(&rp),
+            &[
+                (1, &self.ranges),
+                (2, &a[2]),
+                (10, &list.records),
+                (11, radii),
+                (12, rects),
+                (13, depths),
+                (14, &a[1]),
+                (15, &scene.projected_grads),
+            ],
+            (x, y, 1),
+        );
+        let bwd = [
+            (1, &scene.params[0], 3),
+            (2, &scene.params[4], 3),
+            (3, &scene.params[5], 4),
+            (4, &scene.params[1], 3),
+            (5, &scene.params[2], scene.rest),
+            (6, radii, 1),
+            (7, conics, 3),
+            (8, opacities, 1),
+            (9, clamped, 1),
+            (10, &scene.projected_grads, 9),
+            (11, &scene.packed_grads, grad_stride),
+        ];
+        record_chunked_with(
+            ctx,
+            enc,
+            &self.project_bwd.pipeline,
+            &self.project_bwd.pipeline.get_bind_group_layout(0),
+            scene.n,
+            scene.backward_chunk,
+            &scene.backward_uniform,
+            &bwd,
+        );
+
+        // Finite or halt; then what changes the state.
+        book(
+            enc,
+            &self.k.check,
+            &[(1, status), (11, &scene.packed_grads), (12, &loss.sums)],
+            groups_for(n),
+        );
+        book(enc, &self.k.commit, &[(1, status)], 1);
+        if step.stats {
+            let sp = StatsParams {
+                n: [n, 0, 0, 0],
+                half: [0.5 * grid.width as f32, 0.5 * grid.height as f32, 0.0, 0.0],
+            };
+            let (x, y) = ctx.dispatch_size(groups_for(n));
+            record_pass(
+                ctx,
+                enc,
+                &self.stats.pipeline,
+                bytemuck::bytes_of(&sp),
+                &[
+                    (1, radii),
+                    (2, &scene.projected_grads),
+                    (3, &scene.stats[0]),
+                    (4, &scene.stats[1]),
+                    (5, &scene.stats[2]),
+                    (6, status),
+                ],
+                (x, y, 1),
+            );
+        }
+        if let Some(position_lr) = step.position_lr {
+            for (g, t) in adam_steps.iter_mut().enumerate() {
+                *t += 1;
+                let width = [3, 3, scene.rest, 1, 3, 4][g];
+                if width == 0 {
+                    continue;
+                }
+                let lr = if g == 0 { position_lr } else { constants.lrs[g] };
+                GpuAdam::record_packed(
+                    ctx,
+                    enc,
+                    &self.k.adam_packed,
+                    &crate::adam::PackedGroup {
+                        values: &scene.params[g],
+                        m: &scene.m[g],
+                        v: &scene.v[g],
+                        packed: &scene.packed_grads,
+                        status,
+                        width,
+                        stride: grad_stride,
+                        offset: packed_offset(g),
+                    },
+                    scene.n,
+                    lr,
+                    constants.betas,
+                    splat_train::adam::EPS,
+                    *t,
+                );
+            }
+        }
+    }
+
+    /// Runs `steps` (at most [`SUBMIT_STEPS`]) in one submission; returns how many completed and the
+    /// halt (reason, needed intersections) if one stopped it.
+    fn submit(
+        &mut self,
+        constants: &BlockConstants,
+        steps: &[PlannedStep],
+        out: &mut Vec<StepOutcome>,
+    ) -> Result<(usize, Option<(u32, u32)>), String> {
+        let ctx = self.ctx.clone();
+        let start_steps = self.scene.as_ref().expect("state loaded").adam_steps;
+        ctx.queue
+            .write_buffer(&self.status, 0, &[0u8; STATUS_WORDS * 4]);
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("resident block"),
+            });
+        let mut adam_steps = start_steps;
+        for (s, step) in steps.iter().enumerate() {
+            self.record_step(&mut enc, s, step, constants, &mut adam_steps);
+        }
+        ctx.queue.submit([enc.finish()]);
+        // The read-backs: the status and the block's loss row sums.
+        let status: Vec<u32> = ctx.read(&self.status, STATUS_WORDS).map_err(gpu_err)?;
+        let images = self.images.as_ref().expect("views uploaded");
+        let (w, h) = (images.grid.width as usize, images.grid.height as usize);
+        let done = if status[0] == 0 {
+            steps.len()
+        } else {
+            status[0] as usize - 1
+        };
+        let sums: Vec<f32> = ctx.read(&self.metrics, done * 3 * h).map_err(gpu_err)?;
+        for (s, step) in steps[..done].iter().enumerate() {
+            let (value, psnr) =
+                loss_from_row_sums(&sums[s * 3 * h..(s + 1) * 3 * h], w, h, constants.lambda_dssim);
+            out.push(StepOutcome {
+                step: step.step,
+                loss: value.loss,
+                l1: value.l1,
+                ssim: value.ssim,
+                psnr,
+                skipped: false,
+            });
+        }
+        // The moments' step counts of the completed steps.
+        let applied = steps[..done]
+            .iter()
+            .filter(|s| s.position_lr.is_some())
+            .count() as u64;
+        let scene = self.scene.as_mut().expect("state loaded");
+        for (t, t0) in scene.adam_steps.iter_mut().zip(start_steps) {
+            *t = t0 + applied;
+        }
+        let halt = (status[0] != 0).then_some((status[1], status[3]));
+        Ok((done, halt))
+    }
+}
+
+impl ResidentEngine for GpuResident {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn unsupported(&self) -> Option<String> {
+        self.unsupported.clone()
+    }
+
+    fn load(&mut self, state: &TrainState) -> Result<(), String> {
+        if let Some(why) = &self.unsupported {
+            return Err(why.clone());
+        }
+        let ctx = self.ctx.clone();
+        let g = &state.gaussians;
+        let n = g.len();
+        if n == 0 {
+            return Err("no Gaussians to train".into());
+        }
+        let rest = g.sh_rest_len();
+        let grad_stride = 14 + rest;
+        let max = ctx.limits.max_storage_buffer_binding_size;
+        if (n * 9 * 4) as u64 > max || (n * 4 * 4) as u64 > max {
+            return Err(format!(
+                "{n} Gaussians exceed the resident path's per-binding limit ({max} bytes)"
+            ));
+        }
+        let mut flat = state.gaussians.clone();
+        let params: Vec<wgpu::Buffer> = (0..GROUPS.len())
+            .map(|gi| {
+                ctx.storage_from(
+                    GROUPS[gi],
+                    splat_train::state::group_params(&mut flat, gi),
+                )
+            })
+            .collect();
+        let m = state
+            .adam
+            .iter()
+            .map(|a| ctx.storage_from("adam m", &a.m))
+            .collect();
+        let v = state
+            .adam
+            .iter()
+            .map(|a| ctx.storage_from("adam v", &a.v))
+            .collect();
+        let mut adam_steps = [0u64; 6];
+        for (t, a) in adam_steps.iter_mut().zip(&state.adam) {
+            *t = a.step;
+        }
+        let projected = OUTPUT_WORDS
+            .iter()
+            .map(|&w| ctx.storage("projected", (n * w * 4) as u64))
+            .collect();
+        let project_chunk = GpuProject::chunk_len(&ctx, rest);
+        let backward_chunk = chunk_len_for(&ctx, grad_stride);
+        let (pc, bc) = (n.div_ceil(project_chunk), n.div_ceil(backward_chunk));
+        let stride = uniform_stride(&ctx);
+        let uniform = |label, chunks: usize| {
+            ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: (chunks * stride) as u64,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        };
+        let counts_of = |chunk: usize, chunks: usize| {
+            (0..chunks).map(move |c| [chunk.min(n - c * chunk) as u32, 0, rest as u32, 0])
+        };
+        let block_counts: Vec<[u32; 4]> = counts_of(project_chunk, pc)
+            .chain(counts_of(backward_chunk, bc))
+            .collect();
+        let stats = [&state.grad_accum, &state.grad_count, &state.max_radii]
+            .map(|s| ctx.storage_from("densification statistics", s));
+        self.scene = Some(Scene {
+            n,
+            rest,
+            stored_degree: g.sh_degree,
+            params,
+            m,
+            v,
+            adam_steps,
+            projected,
+            counts: ctx.storage("tile counts", (n as u64 + 1) * 4),
+            count_scan: ScanPlan::new(&ctx, n as u32 + 1),
+            projected_grads: ctx.storage("projected grads", (n * 9 * 4) as u64),
+            packed_grads: ctx.storage("parameter grads", (n * grad_stride * 4) as u64),
+            stats,
+            project_chunk,
+            backward_chunk,
+            project_uniform: uniform("project camera", pc),
+            backward_uniform: uniform("backward camera", bc),
+            staging: ctx.storage("camera blocks", ((pc + bc) * stride) as u64),
+            block_counts: ctx.storage_from("block counts", &block_counts),
+        });
+        if self.list.is_none() {
+            // A first guess; an overflow grows it to what a step needs.
+            let guess = (n as u32).saturating_mul(8).clamp(1 << 12, 1 << 24);
+            self.list = Some(self.make_list(self.initial_capacity.unwrap_or(guess).max(1)));
+        }
+        Ok(())
+    }
+
+    fn run_block(
+        &mut self,
+        constants: &BlockConstants,
+        steps: &[PlannedStep],
+        out: &mut Vec<StepOutcome>,
+    ) -> Result<(), String> {
+        if self.scene.is_none() {
+            return Err("no state loaded".into());
+        }
+        let mut at = 0;
+        while at < steps.len() {
+            let end = (at + SUBMIT_STEPS).min(steps.len());
+            let (done, halt) = self.submit(constants, &steps[at..end], out)?;
+            at += done;
+            match halt {
+                None => {}
+                Some((HALT_OVERFLOW, needed)) => {
+                    let max = (self.ctx.limits.max_storage_buffer_binding_size / 36) as u32;
+                    if needed > max {
+                        return Err(format!(
+                            "step {} needs {needed} tile intersections, beyond this device's \
+                             {max} per binding",
+                            steps[at].step
+                        ));
+                    }
+                    let grown = needed
+                        .saturating_add(needed / 4)
+                        .next_multiple_of(1024)
+                        .min(max);
+                    self.list = Some(self.make_list(grown));
+                }
+                Some((HALT_NOT_FINITE, _)) => {
+                    out.push(StepOutcome {
+                        step: steps[at].step,
+                        loss: f64::NAN,
+                        skipped: true,
+                        ..Default::default()
+                    });
+                    at += 1;
+                }
+                Some((why, _)) => return Err(format!("unknown halt reason {why}")),
+            }
+        }
+        Ok(())
+    }
+
+    fn store(&mut self, state: &mut TrainState) -> Result<(), String> {
+        let ctx = self.ctx.clone();
+        let scene = self.scene.as_ref().ok_or("no state loaded")?;
+        if scene.n != state.len() {
+            return Err(format!(
+                "the device holds {} Gaussians, the host {}",
+                scene.n,
+                state.len()
+            ));
+        }
+        for gi in 0..GROUPS.len() {
+            let len = scene.n * group_width(&state.gaussians, gi);
+            let values: Vec<f32> = ctx.read(&scene.params[gi], len).map_err(gpu_err)?;
+            splat_train::state::group_params(&mut state.gaussians, gi).copy_from_slice(&values);
+            let adam = &mut state.adam[gi];
+            adam.m = ctx.read(&scene.m[gi], len).map_err(gpu_err)?;
+            adam.v = ctx.read(&scene.v[gi], len).map_err(gpu_err)?;
+            adam.step = scene.adam_steps[gi];
+        }
+        state.grad_accum = ctx.read(&scene.stats[0], scene.n).map_err(gpu_err)?;
+        state.grad_count = ctx.read(&scene.stats[1], scene.n).map_err(gpu_err)?;
+        state.max_radii = ctx.read(&scene.stats[2], scene.n).map_err(gpu_err)?;
+        Ok(())
+    }
+}

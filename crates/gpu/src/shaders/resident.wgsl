@@ -1,0 +1,158 @@
+// The resident trainer's per-step bookkeeping (see `resident.rs`): drawing the step's view, the camera
+// blocks and target image of that view, the padding of the capacity-sized intersection list, and the step
+// status that halts a block without changing anything.
+//
+// status: [0] the step (1-based within the submission) that halted it, 0 while running; [1] why: 1 the
+// intersection list overflowed its capacity, 2 a loss or gradient was not finite; [2] the view of the
+// current step; [3] the intersections needed (overflow); [4] set when a non-finite value is seen.
+
+struct Params {
+    // step within the submission, list capacity, Gaussians, training views.
+    a: vec4<u32>,
+    // seed (low, high word), draw index of the step, tiles.
+    b: vec4<u32>,
+    // camera blocks to write, 16-byte words between blocks, pixels per image, floats per Gaussian of the
+    // packed parameter gradients.
+    c: vec4<u32>,
+    // loss row sums (3 x height), active SH coefficients of the step, unused x2.
+    d: vec4<u32>,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read_write> status: array<atomic<u32>>;
+// 8 words of 16 bytes per view: the camera block with zero counts.
+@group(0) @binding(2) var<storage, read> cameras: array<vec4<u32>>;
+// Per camera block to write, its counts word (the active SH coefficients come from the parameters).
+@group(0) @binding(3) var<storage, read> block_counts: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read_write> blocks: array<vec4<u32>>;
+// The training images, RGB8 packed in one u32 per pixel, and their value table (v / 255 as the host
+// computes it, so the targets are bitwise the host's).
+@group(0) @binding(5) var<storage, read> images: array<u32>;
+@group(0) @binding(6) var<storage, read> lut: array<f32>;
+@group(0) @binding(7) var<storage, read_write> target_img: array<f32>;
+@group(0) @binding(8) var<storage, read> counts: array<u32>;
+@group(0) @binding(9) var<storage, read_write> key_tile: array<u32>;
+@group(0) @binding(10) var<storage, read_write> key_depth: array<u32>;
+@group(0) @binding(11) var<storage, read> packed_grads: array<f32>;
+@group(0) @binding(12) var<storage, read> row_sums: array<f32>;
+
+fn index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return gid.x + gid.y * nwg.x * 256u;
+}
+
+// `splat_train::views`, in the same u32 arithmetic.
+fn mix32(v: u32) -> u32 {
+    var x = v;
+    x ^= x >> 16u;
+    x *= 0x7feb352du;
+    x ^= x >> 15u;
+    x *= 0x846ca68bu;
+    x ^= x >> 16u;
+    return x;
+}
+
+fn swap_partner(epoch: u32, i: u32) -> u32 {
+    let s = mix32(params.b.x ^ mix32(params.b.y ^ 0x9e3779b9u));
+    return mix32(s ^ mix32(epoch ^ mix32(i))) % (i + 1u);
+}
+
+fn view_for_draw(draw: u32, n: u32) -> u32 {
+    let epoch = draw / n;
+    var p = draw % n;
+    for (var i = 1u; i < n; i++) {
+        let j = swap_partner(epoch, i);
+        if p == i {
+            p = j;
+        } else if p == j {
+            p = i;
+        }
+    }
+    return p;
+}
+
+// One workgroup: the view of this step, and every camera block (the view's camera, the block's counts).
+@compute @workgroup_size(64)
+fn select_view(@builtin(local_invocation_index) lid: u32) {
+    let v = view_for_draw(params.b.z, params.a.w);
+    if lid == 0u {
+        atomicStore(&status[2], v);
+    }
+    for (var b = lid; b < params.c.x; b += 64u) {
+        for (var k = 0u; k < 7u; k++) {
+            blocks[b * params.c.y + k] = cameras[v * 8u + k];
+        }
+        var counts = block_counts[b];
+        counts.y = params.d.y;
+        blocks[b * params.c.y + 7u] = counts;
+    }
+}
+
+@compute @workgroup_size(256)
+fn unpack_target(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let p = index(gid, nwg);
+    let pixels = params.c.z;
+    if p >= pixels {
+        return;
+    }
+    let word = images[atomicLoad(&status[2]) * pixels + p];
+    for (var c = 0u; c < 3u; c++) {
+        target_img[3u * p + c] = lut[(word >> (8u * c)) & 255u];
+    }
+}
+
+// One invocation, after the tile counts are scanned: halt when the list would not fit its capacity.
+@compute @workgroup_size(1)
+fn check_overflow() {
+    let total = counts[params.a.z];
+    if total > params.a.y && atomicLoad(&status[0]) == 0u {
+        atomicStore(&status[1], 1u);
+        atomicStore(&status[3], total);
+        atomicStore(&status[0], params.a.x + 1u);
+    }
+}
+
+// Entries past the step's intersections sort after every real one and belong to no tile.
+@compute @workgroup_size(256)
+fn fill_padding(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = index(gid, nwg);
+    if i >= params.a.y {
+        return;
+    }
+    key_tile[i] = params.b.w;
+    key_depth[i] = 0xffffffffu;
+}
+
+fn finite(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
+}
+
+// Per Gaussian, its packed parameter gradients; invocation 0 also the loss's row sums.
+@compute @workgroup_size(256)
+fn check_finite(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = index(gid, nwg);
+    var ok = true;
+    if i < params.a.z {
+        let stride = params.c.w;
+        for (var k = 0u; k < stride; k++) {
+            ok = ok && finite(packed_grads[i * stride + k]);
+        }
+    }
+    if i == 0u {
+        for (var k = 0u; k < params.d.x; k++) {
+            ok = ok && finite(row_sums[k]);
+        }
+    }
+    if !ok {
+        atomicOr(&status[4], 1u);
+    }
+}
+
+// One invocation: a non-finite step halts the block (the host records it as skipped and goes on).
+@compute @workgroup_size(1)
+fn commit_finite() {
+    if atomicLoad(&status[4]) != 0u && atomicLoad(&status[0]) == 0u {
+        atomicStore(&status[1], 2u);
+        atomicStore(&status[0], params.a.x + 1u);
+    }
+    atomicStore(&status[4], 0u);
+}

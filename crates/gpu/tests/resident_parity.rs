@@ -1,0 +1,290 @@
+//! The resident trainer ([`GpuResident`]: blocks of steps on the device, views drawn there) against the
+//! host trainer running every step through the per-stage GPU backend with the same seed: the same views
+//! (the losses per step agree to 1e-6, so the views drawn on the device are the host's), the same
+//! parameters to rounding, the host events between blocks at the same steps. A list capacity small enough
+//! to overflow changes nothing (bitwise), and non-finite steps are skipped without changing the state.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use splat_gpu::{GpuBackend, GpuContext, GpuResident};
+use splat_io::dataset::demo::{write_demo_dataset, DemoOptions};
+use splat_io::dataset::{self, Dataset, LoadOptions};
+use splat_train::resident::{BlockConstants, PlannedStep, ResidentEngine};
+use splat_train::{StepStats, TrainConfig, Trainer};
+
+fn demo(dir: &Path) -> Dataset {
+    let opts = DemoOptions {
+        width: 48,
+        height: 36,
+        views: 12,
+        points: 600,
+        seed: 5,
+    };
+    write_demo_dataset(dir, &opts).unwrap();
+    dataset::load(dir, &LoadOptions::default()).unwrap()
+}
+
+/// Densifies at 35, 50, 65, resets opacity at 60, raises the SH degree every 25 steps.
+fn config(iterations: u64) -> TrainConfig {
+    TrainConfig {
+        iterations,
+        seed: 11,
+        sh_degree_interval: 25,
+        densify_from: 20,
+        densify_interval: 15,
+        opacity_reset_interval: 60,
+        ..TrainConfig::default()
+    }
+}
+
+fn trainer<'a>(
+    ctx: &Arc<GpuContext>,
+    ds: &'a Dataset,
+    cfg: TrainConfig,
+    resident: Option<GpuResident>,
+) -> Trainer<'a> {
+    let backend = Box::new(GpuBackend::new(ctx.clone()));
+    let mut t = Trainer::new(
+        cfg,
+        &ds.train,
+        &ds.points,
+        ds.background,
+        ds.scene_extent,
+        backend,
+    );
+    if let Some(r) = resident {
+        t.with_resident(Box::new(r)).unwrap();
+    }
+    t
+}
+
+fn run(t: &mut Trainer<'_>) -> Vec<StepStats> {
+    let mut out = Vec::new();
+    while !t.done() {
+        out.push(t.step().unwrap());
+    }
+    t.sync();
+    out
+}
+
+fn max_rel(a: &[f32], b: &[f32]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    let scale = a.iter().fold(0.0f64, |m, &x| m.max(x.abs() as f64)).max(1e-6);
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| (x as f64 - y as f64).abs() / scale)
+        .fold(0.0, f64::max)
+}
+
+/// Resumes `state` with the per-stage backend, and with the resident engine too when `resident`.
+fn resume<'a>(
+    ctx: &Arc<GpuContext>,
+    ds: &'a Dataset,
+    cfg: &TrainConfig,
+    state: &splat_train::TrainState,
+    resident: bool,
+) -> Trainer<'a> {
+    let mut t = Trainer::resume(
+        cfg.clone(),
+        &ds.train,
+        ds.background,
+        ds.scene_extent,
+        Box::new(GpuBackend::new(ctx.clone())),
+        state.clone(),
+    );
+    if resident {
+        t.with_resident(Box::new(GpuResident::new(ctx.clone(), &ds.train)))
+            .unwrap();
+    }
+    t
+}
+
+/// From the same state (after a densification, so with fresh and established moments, at SH degree 1),
+/// a block of 14 resident steps (raising the SH degree inside it) against 14 host steps.
+#[test]
+fn a_block_matches_host_steps_from_the_same_state() {
+    let Some(ctx) = common::context(|_| {}) else {
+        return;
+    };
+    let ctx = Arc::new(ctx);
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = demo(tmp.path());
+    let mut host = trainer(&ctx, &ds, config(80), None);
+    while host.state.step < 30 {
+        host.step().unwrap();
+    }
+    assert_eq!(host.state.active_sh_degree, 1);
+    let cfg = TrainConfig {
+        sh_degree_interval: 35,
+        ..config(80)
+    };
+    let mut a = resume(&ctx, &ds, &cfg, &host.state, false);
+    let mut b = resume(&ctx, &ds, &cfg, &host.state, true);
+    let mut worst = 0.0f64;
+    for _ in 0..14 {
+        let (x, y) = (a.step().unwrap(), b.step().unwrap());
+        assert_eq!((x.step, x.skipped), (y.step, y.skipped));
+        let rel = (x.loss - y.loss).abs() / x.loss;
+        worst = worst.max(rel);
+        assert!(rel < 1e-6, "step {}: loss {} vs {}", x.step, x.loss, y.loss);
+        assert!((x.psnr - y.psnr).abs() < 1e-4, "step {}", x.step);
+    }
+    assert_eq!(b.state.step, 44);
+    assert_eq!(a.state.active_sh_degree, 2);
+    assert_eq!(b.state.active_sh_degree, 2);
+    b.sync();
+    let (ga, gb) = (&a.state.gaussians, &b.state.gaussians);
+    let groups = [
+        ("means", max_rel(ga.means.as_flattened(), gb.means.as_flattened())),
+        ("sh_dc", max_rel(ga.sh_dc.as_flattened(), gb.sh_dc.as_flattened())),
+        ("sh_rest", max_rel(&ga.sh_rest, &gb.sh_rest)),
+        ("opacity", max_rel(&ga.opacity_logits, &gb.opacity_logits)),
+        ("scales", max_rel(ga.log_scales.as_flattened(), gb.log_scales.as_flattened())),
+        ("rotations", max_rel(ga.rotations.as_flattened(), gb.rotations.as_flattened())),
+        ("means m", max_rel(&a.state.adam[0].m, &b.state.adam[0].m)),
+        ("sh_rest v", max_rel(&a.state.adam[2].v, &b.state.adam[2].v)),
+        ("grad_accum", max_rel(&a.state.grad_accum, &b.state.grad_accum)),
+        ("grad_count", max_rel(&a.state.grad_count, &b.state.grad_count)),
+        ("max_radii", max_rel(&a.state.max_radii, &b.state.max_radii)),
+    ];
+    eprintln!("worst loss difference {worst:.2e}; state {groups:?}");
+    for (name, rel) in groups {
+        assert!(rel < 1e-4, "{name}: {rel}");
+    }
+    for (x, y) in a.state.adam.iter().zip(&b.state.adam) {
+        assert_eq!(x.step, y.step);
+    }
+}
+
+/// A whole schedule (densifications at 30, 45, 60, 75, an opacity reset at 60, SH raises) with blocks
+/// between the host events: the events happen at the same steps and training goes the same way (not to
+/// rounding: Adam's first steps turn rounding-level gradient differences into +-lr moves).
+#[test]
+fn a_whole_schedule_runs_its_host_events_between_blocks() {
+    let Some(ctx) = common::context(|_| {}) else {
+        return;
+    };
+    let ctx = Arc::new(ctx);
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = demo(tmp.path());
+    let cfg = config(80);
+    let mut host = trainer(&ctx, &ds, cfg.clone(), None);
+    let engine = GpuResident::new(ctx.clone(), &ds.train);
+    let mut dev = trainer(&ctx, &ds, cfg, Some(engine));
+    dev.set_sync_every(40);
+    let h = run(&mut host);
+    let d = run(&mut dev);
+    assert_eq!(h.len(), 80);
+    assert_eq!(d.len(), 80);
+    for (a, b) in h.iter().zip(&d) {
+        assert_eq!(a.step, b.step);
+        assert_eq!(a.densified.is_some(), b.densified.is_some(), "step {}", a.step);
+        assert_eq!(a.opacity_reset, b.opacity_reset, "step {}", a.step);
+        assert!(!b.skipped);
+    }
+    let densified: Vec<u64> = d.iter().filter(|s| s.densified.is_some()).map(|s| s.step).collect();
+    assert_eq!(densified, [30, 45, 60, 75]);
+    let tail = |s: &[StepStats]| s[70..].iter().map(|x| x.loss).sum::<f64>() / 10.0;
+    let (lh, ld) = (tail(&h), tail(&d));
+    eprintln!("mean loss of the last 10 steps: host {lh:.5}, resident {ld:.5}; Gaussians {} vs {}",
+        host.state.len(), dev.state.len());
+    assert!((lh - ld).abs() / lh < 0.05, "{lh} vs {ld}");
+    let (nh, nd) = (host.state.len() as f64, dev.state.len() as f64);
+    assert!((nh - nd).abs() / nh < 0.1, "{nh} vs {nd}");
+    assert_eq!(dev.state.active_sh_degree, 3);
+    // Learning (before the first densification and the opacity reset).
+    assert!(d[28].loss < d[0].loss * 0.9, "{} -> {}", d[0].loss, d[28].loss);
+}
+
+/// The engine alone: a list of 64 entries overflows on the first step and is regrown; every step then
+/// equals, bitwise, the same steps with a list that never overflowed.
+#[test]
+fn an_overflowing_list_regrows_and_changes_nothing() {
+    let Some(ctx) = common::context(|_| {}) else {
+        return;
+    };
+    let ctx = Arc::new(ctx);
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = demo(tmp.path());
+    let cfg = config(30);
+    let t = trainer(&ctx, &ds, cfg.clone(), None);
+    let steps: Vec<PlannedStep> = (1..=12)
+        .map(|it| PlannedStep {
+            step: it,
+            draw: it - 1,
+            sh_degree: 0,
+            stats: true,
+            position_lr: Some(t.position_lr(it)),
+        })
+        .collect();
+    let constants = BlockConstants {
+        seed: cfg.seed,
+        lambda_dssim: cfg.lambda_dssim,
+        lrs: [0.0, cfg.sh_dc_lr, cfg.sh_rest_lr, cfg.opacity_lr, cfg.scale_lr, cfg.rotation_lr],
+        betas: cfg.adam_betas(),
+        background: ds.background,
+    };
+    let run = |capacity: u32| {
+        let mut e = GpuResident::new(ctx.clone(), &ds.train).with_initial_capacity(capacity);
+        e.load(&t.state).unwrap();
+        let mut out = Vec::new();
+        e.run_block(&constants, &steps, &mut out).unwrap();
+        let mut state = t.state.clone();
+        e.store(&mut state).unwrap();
+        (out, state, e.capacity())
+    };
+    let (oa, sa, ca) = run(64);
+    let (ob, sb, cb) = run(1 << 16);
+    eprintln!("capacities: {ca} (from 64), {cb}");
+    assert!(ca > 64 && cb == 1 << 16);
+    assert_eq!(oa.len(), 12);
+    assert_eq!(oa, ob);
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let (ga, gb) = (&sa.gaussians, &sb.gaussians);
+    assert_eq!(bits(ga.means.as_flattened()), bits(gb.means.as_flattened()));
+    assert_eq!(bits(&ga.sh_rest), bits(&gb.sh_rest));
+    assert_eq!(bits(&ga.opacity_logits), bits(&gb.opacity_logits));
+    assert_eq!(bits(&sa.adam[0].v), bits(&sb.adam[0].v));
+    assert_eq!(bits(&sa.grad_accum), bits(&sb.grad_accum));
+    assert!(sa.adam.iter().all(|a| a.step == 12));
+    assert!(sa.grad_count.iter().any(|&c| c > 0.0));
+}
+
+#[test]
+fn non_finite_steps_change_nothing_and_stop_the_run() {
+    let Some(ctx) = common::context(|_| {}) else {
+        return;
+    };
+    let ctx = Arc::new(ctx);
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = demo(tmp.path());
+    let mut cfg = config(40);
+    // Every gradient NaN: every step is skipped, on the host as on the device.
+    cfg.lambda_dssim = f64::NAN;
+    let engine = GpuResident::new(ctx.clone(), &ds.train);
+    let mut t = trainer(&ctx, &ds, cfg, Some(engine));
+    let before = t.state.clone();
+    let mut skipped = 0;
+    let err = loop {
+        match t.step() {
+            Ok(s) => {
+                assert!(s.skipped, "step {}", s.step);
+                skipped += 1;
+            }
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(err.consecutive, splat_train::trainer::MAX_CONSECUTIVE_SKIPS);
+    assert_eq!(skipped + 1, splat_train::trainer::MAX_CONSECUTIVE_SKIPS);
+    t.sync();
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let (g0, g1) = (&before.gaussians, &t.state.gaussians);
+    assert_eq!(bits(g0.means.as_flattened()), bits(g1.means.as_flattened()));
+    assert_eq!(bits(&g0.sh_rest), bits(&g1.sh_rest));
+    assert_eq!(bits(&before.adam[2].m), bits(&t.state.adam[2].m));
+    assert_eq!(bits(&before.grad_count), bits(&t.state.grad_count));
+    assert!(t.state.adam.iter().all(|a| a.step == 0));
+}
