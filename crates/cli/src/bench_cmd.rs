@@ -45,7 +45,14 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         sh_degree: args.sh_degree,
         seed: 0,
     };
-    let report = bench::run(&ds, &opts, args.backend.make()?);
+    let backend = args.backend.choose()?;
+    let mut report = bench::run(&ds, &opts, backend.make());
+    if let Some(make) = backend.resident() {
+        match bench::run_resident(&ds, &opts, backend.make(), make(&ds.train)) {
+            Ok(r) => report.resident = Some(r),
+            Err(why) => eprintln!("note: no resident measurement ({why})"),
+        }
+    }
     print!("{}", bench::format_table(&report));
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report).expect("serializable");

@@ -51,14 +51,20 @@ pub fn demo(args: DemoArgs) -> Result<()> {
     let ds = load_dataset(&data, &cfg.load)?;
     let mut progress = Progress::new(0, cfg.train.iterations);
     let backend = args.backend.choose()?;
-    let metrics = run::train_run(
+    let make_resident = backend.resident();
+    let metrics = run::train_run_parallel(
         &args.out,
         &cfg,
         &ds,
         Start::Fresh,
         &|| backend.make(),
         None,
-        &mut |s| progress.update(s),
+        &mut |s, _| progress.update(s),
+        Box::new(splat_train::parallel::Local),
+        make_resident.as_ref().map(|make| run::ResidentOptions {
+            make,
+            sync_each_block: false,
+        }),
     )?
     .expect("runs to the end");
     progress.finish();

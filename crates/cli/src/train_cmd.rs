@@ -12,6 +12,7 @@ use splat_io::dataset::{self, human_bytes, Dataset, DatasetFormat, LoadOptions};
 use splat_render::{Backend, CpuBackend, ReferenceBackend};
 use splat_train::eval::{evaluate, means};
 use splat_train::parallel::Collective;
+use splat_train::resident::ResidentEngine;
 use splat_train::run::{self, RunConfig, Start};
 use splat_train::{memory, StepStats, TrainConfig};
 use splat_viewer::{Server, SharedScene, TrainStatus, ViewerOptions};
@@ -134,6 +135,10 @@ pub struct TrainArgs {
     /// Pipeline implementation.
     #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
     pub backend: BackendArg,
+    /// With a GPU: run every step through the per-stage interface (each stage's data copied to the device
+    /// and back, the loss and Adam on the CPU) instead of resident blocks of steps. For comparisons.
+    #[arg(long)]
+    pub gpu_per_stage: bool,
     /// Serve the viewer while training (the current scene, step, loss, PSNR, Gaussian count); after
     /// training it keeps serving the result until Ctrl-C.
     #[arg(long)]
@@ -274,9 +279,9 @@ pub enum BackendArg {
     Cpu,
     /// The single-threaded reference the others are tested against.
     Reference,
-    /// Every stage on the GPU (wgpu: Vulkan, Metal or DX12); a software device such as lavapipe is
-    /// accepted when there is no hardware GPU. The loss, Adam and densification still run on the CPU,
-    /// with each stage's data copied to and from the device (see NOTES.md).
+    /// The GPU (wgpu: Vulkan, Metal or DX12); a software device such as lavapipe is accepted when there
+    /// is no hardware GPU. Training keeps the state, images and cameras on the device and runs blocks of
+    /// steps there; densification and opacity resets run on the CPU between blocks (see NOTES.md).
     Gpu,
     /// A hardware GPU when there is one, else the fast CPU path (never a software GPU).
     Auto,
@@ -335,6 +340,20 @@ impl ChosenBackend {
             ChosenBackend::Cpu => Box::new(CpuBackend::new()),
             ChosenBackend::Reference => Box::new(ReferenceBackend),
             ChosenBackend::Gpu(ctx) => Box::new(splat_gpu::GpuBackend::new(ctx.clone())),
+        }
+    }
+
+    /// The resident engine of this backend (the GPU's), making blocks of training steps run on the
+    /// device that holds the state.
+    pub fn resident(&self) -> Option<impl Fn(&[splat_io::dataset::View]) -> Box<dyn ResidentEngine>> {
+        match self {
+            ChosenBackend::Gpu(ctx) => {
+                let ctx = ctx.clone();
+                Some(move |views: &[splat_io::dataset::View]| {
+                    Box::new(splat_gpu::GpuResident::new(ctx.clone(), views)) as Box<dyn ResidentEngine>
+                })
+            }
+            _ => None,
         }
     }
 
@@ -543,6 +562,11 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
         None
     };
     let mut last_publish: Option<Instant> = None;
+    let make_resident = backend.resident().filter(|_| !args.gpu_per_stage);
+    let resident = make_resident.as_ref().map(|make| run::ResidentOptions {
+        make,
+        sync_each_block: live.is_some(),
+    });
     let metrics = run::train_run_parallel(
         &dir,
         &cfg,
@@ -573,6 +597,7 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
             }
         },
         collective,
+        resident,
     )?;
     progress.finish();
     match metrics {

@@ -28,6 +28,7 @@ use splat_io::dataset::View;
 use splat_render::project::CameraParams;
 use splat_render::sh::active_coeffs;
 use splat_render::RenderSettings;
+use splat_train::densify::DensifyReport;
 use splat_train::resident::{BlockConstants, PlannedStep, ResidentEngine, StepOutcome};
 use splat_train::state::{group_width, GROUPS};
 use splat_train::TrainState;
@@ -64,6 +65,22 @@ fn packed_offset(group: usize) -> usize {
     [0, 11, 14, 10, 3, 6][group]
 }
 
+/// Whether step `s` updates group `g` (as the host: none on a densification or the last step, all but
+/// the opacities on a reset).
+fn adam_applies(s: &PlannedStep, g: usize) -> bool {
+    s.position_lr.is_some() && !(g == 3 && s.reset_opacity)
+}
+
+/// The 4x16-byte uniform of `densify_edit.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct EditParams {
+    a: [u32; 4],
+    b: [u32; 4],
+    c: [f32; 4],
+    d: [f32; 4],
+}
+
 /// Status words (see `resident.wgsl`).
 const STATUS_WORDS: usize = 8;
 const HALT_OVERFLOW: u32 = 1;
@@ -77,6 +94,9 @@ struct Kernels {
     check: Kernel,
     commit: Kernel,
     adam_packed: wgpu::ComputePipeline,
+    classify: wgpu::ComputePipeline,
+    scatter: wgpu::ComputePipeline,
+    reset: wgpu::ComputePipeline,
 }
 
 /// The dataset on the device.
@@ -166,6 +186,18 @@ impl GpuResident {
     pub fn new(ctx: Arc<GpuContext>, views: &[View]) -> Self {
         let book = module(&ctx, "resident.wgsl", crate::shaders::RESIDENT);
         let adam_module = module(&ctx, "adam.wgsl", crate::shaders::ADAM);
+        let edit = module(&ctx, "densify_edit.wgsl", crate::shaders::DENSIFY_EDIT);
+        let pipeline = |m: &wgpu::ShaderModule, entry: &str| {
+            ctx.device
+                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(entry),
+                    layout: None,
+                    module: m,
+                    entry_point: Some(entry),
+                    compilation_options: Default::default(),
+                    cache: None,
+                })
+        };
         let k = Kernels {
             select: Kernel::new(&ctx, &book, "select view", "select_view"),
             unpack: Kernel::new(&ctx, &book, "unpack target", "unpack_target"),
@@ -173,16 +205,10 @@ impl GpuResident {
             padding: Kernel::new(&ctx, &book, "fill padding", "fill_padding"),
             check: Kernel::new(&ctx, &book, "check finite", "check_finite"),
             commit: Kernel::new(&ctx, &book, "commit finite", "commit_finite"),
-            adam_packed: ctx
-                .device
-                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some("adam (packed)"),
-                    layout: None,
-                    module: &adam_module,
-                    entry_point: Some("packed"),
-                    compilation_options: Default::default(),
-                    cache: None,
-                }),
+            adam_packed: pipeline(&adam_module, "packed"),
+            classify: pipeline(&edit, "classify"),
+            scatter: pipeline(&edit, "scatter"),
+            reset: pipeline(&edit, "reset_opacity"),
         };
         let small = |label| ctx.storage(label, 16);
         let mut engine = GpuResident {
@@ -330,8 +356,8 @@ impl GpuResident {
         let p = BookParams {
             a: [s as u32, list.capacity, n, images.views],
             b: [
-                constants.seed as u32,
-                (constants.seed >> 32) as u32,
+                constants.config.seed as u32,
+                (constants.config.seed >> 32) as u32,
                 step.draw as u32,
                 tiles,
             ],
@@ -520,7 +546,7 @@ impl GpuResident {
             &self.image,
             &self.target,
             loss,
-            constants.lambda_dssim,
+            constants.config.lambda_dssim,
         );
         let row_bytes = 3 * grid.height as u64 * 4;
         enc.copy_buffer_to_buffer(&loss.sums, 0, &self.metrics, s as u64 * row_bytes, row_bytes);
@@ -615,14 +641,21 @@ impl GpuResident {
                 (x, y, 1),
             );
         }
+        // A densifying step resets after its edit (`run_block`).
+        if step.reset_opacity && !step.densify {
+            self.record_reset(enc, scene);
+        }
         if let Some(position_lr) = step.position_lr {
+            let lrs = constants.lrs(position_lr);
             for (g, t) in adam_steps.iter_mut().enumerate() {
+                if !adam_applies(step, g) {
+                    continue;
+                }
                 *t += 1;
                 let width = [3, 3, scene.rest, 1, 3, 4][g];
                 if width == 0 {
                     continue;
                 }
-                let lr = if g == 0 { position_lr } else { constants.lrs[g] };
                 GpuAdam::record_packed(
                     ctx,
                     enc,
@@ -638,13 +671,37 @@ impl GpuResident {
                         offset: packed_offset(g),
                     },
                     scene.n,
-                    lr,
-                    constants.betas,
+                    lrs[g],
+                    constants.config.adam_betas(),
                     splat_train::adam::EPS,
                     *t,
                 );
             }
         }
+    }
+
+    /// Records the opacity reset of `scene` (skipped by a halted step).
+    fn record_reset(&self, enc: &mut wgpu::CommandEncoder, scene: &Scene) {
+        let ctx = &*self.ctx;
+        let p = EditParams {
+            a: [scene.n as u32, 0, 0, 0],
+            d: [0.0, 0.0, splat_core::logit(0.01f32), 0.0],
+            ..Default::default()
+        };
+        let (x, y) = ctx.dispatch_size(groups_for(scene.n as u32));
+        record_pass(
+            ctx,
+            enc,
+            &self.k.reset,
+            bytemuck::bytes_of(&p),
+            &[
+                (19, &scene.params[3]),
+                (20, &scene.m[3]),
+                (21, &scene.v[3]),
+                (22, &self.status),
+            ],
+            (x, y, 1),
+        );
     }
 
     /// Runs `steps` (at most [`SUBMIT_STEPS`]) in one submission; returns how many completed and the
@@ -680,8 +737,12 @@ impl GpuResident {
         };
         let sums: Vec<f32> = ctx.read(&self.metrics, done * 3 * h).map_err(gpu_err)?;
         for (s, step) in steps[..done].iter().enumerate() {
-            let (value, psnr) =
-                loss_from_row_sums(&sums[s * 3 * h..(s + 1) * 3 * h], w, h, constants.lambda_dssim);
+            let (value, psnr) = loss_from_row_sums(
+                &sums[s * 3 * h..(s + 1) * 3 * h],
+                w,
+                h,
+                constants.config.lambda_dssim,
+            );
             out.push(StepOutcome {
                 step: step.step,
                 loss: value.loss,
@@ -689,20 +750,292 @@ impl GpuResident {
                 ssim: value.ssim,
                 psnr,
                 skipped: false,
+                densified: None,
+                opacity_reset: step.reset_opacity,
+                num_gaussians: self.scene.as_ref().map_or(0, |sc| sc.n),
             });
         }
-        // The moments' step counts of the completed steps.
-        let applied = steps[..done]
-            .iter()
-            .filter(|s| s.position_lr.is_some())
-            .count() as u64;
+        // The moments' step counts after the completed steps.
         let scene = self.scene.as_mut().expect("state loaded");
-        for (t, t0) in scene.adam_steps.iter_mut().zip(start_steps) {
-            *t = t0 + applied;
+        for (g, (t, t0)) in scene.adam_steps.iter_mut().zip(start_steps).enumerate() {
+            *t = t0 + steps[..done].iter().filter(|s| adam_applies(s, g)).count() as u64;
         }
         let halt = (status[0] != 0).then_some((status[1], status[3]));
         Ok((done, halt))
     }
+}
+
+impl GpuResident {
+    /// The scene for `n` Gaussians of `degree` with these parameter, moment and statistics buffers (in
+    /// [`GROUPS`] order), and new work buffers sized for `n`.
+    #[allow(clippy::too_many_arguments)]
+    fn build_scene(
+        &self,
+        n: usize,
+        degree: usize,
+        params: Vec<wgpu::Buffer>,
+        m: Vec<wgpu::Buffer>,
+        v: Vec<wgpu::Buffer>,
+        adam_steps: [u64; 6],
+        stats: [wgpu::Buffer; 3],
+    ) -> Result<Scene, String> {
+        let ctx = &*self.ctx;
+        if n == 0 {
+            return Err("no Gaussians to train".into());
+        }
+        let rest = 3 * ((degree + 1) * (degree + 1) - 1);
+        let grad_stride = 14 + rest;
+        let max = ctx.limits.max_storage_buffer_binding_size;
+        if (n * 9 * 4) as u64 > max {
+            return Err(format!(
+                "{n} Gaussians exceed the resident path's per-binding limit ({max} bytes)"
+            ));
+        }
+        let projected = OUTPUT_WORDS
+            .iter()
+            .map(|&w| ctx.storage("projected", (n * w * 4) as u64))
+            .collect();
+        let project_chunk = GpuProject::chunk_len(ctx, rest);
+        let backward_chunk = chunk_len_for(ctx, grad_stride);
+        let (pc, bc) = (n.div_ceil(project_chunk), n.div_ceil(backward_chunk));
+        let stride = uniform_stride(ctx);
+        let uniform = |label, chunks: usize| {
+            ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: (chunks * stride) as u64,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        };
+        let counts_of = |chunk: usize, chunks: usize| {
+            (0..chunks).map(move |c| [chunk.min(n - c * chunk) as u32, 0, rest as u32, 0])
+        };
+        let block_counts: Vec<[u32; 4]> = counts_of(project_chunk, pc)
+            .chain(counts_of(backward_chunk, bc))
+            .collect();
+        Ok(Scene {
+            n,
+            rest,
+            stored_degree: degree,
+            params,
+            m,
+            v,
+            adam_steps,
+            projected,
+            counts: ctx.storage("tile counts", (n as u64 + 1) * 4),
+            count_scan: ScanPlan::new(ctx, n as u32 + 1),
+            projected_grads: ctx.storage("projected grads", (n * 9 * 4) as u64),
+            packed_grads: ctx.storage("parameter grads", (n * grad_stride * 4) as u64),
+            stats,
+            project_chunk,
+            backward_chunk,
+            project_uniform: uniform("project camera", pc),
+            backward_uniform: uniform("backward camera", bc),
+            staging: ctx.storage("camera blocks", ((pc + bc) * stride) as u64),
+            block_counts: ctx.storage_from("block counts", &block_counts),
+        })
+    }
+
+    /// Clone, split and prune on the device after step `step` (its statistics added), as
+    /// `splat_train::densify::densify_and_prune`. Reads back four counts (candidates, clones, splits
+    /// and the edited set's size, to size the new buffers). Falls back to the host's edit when the
+    /// Gaussian budget must choose among candidates or a group would not fit one binding.
+    pub fn densify(
+        &mut self,
+        constants: &BlockConstants,
+        step: u64,
+    ) -> Result<DensifyReport, String> {
+        let ctx = self.ctx.clone();
+        let cfg = &constants.config;
+        let scene = self.scene.as_ref().expect("state loaded");
+        let n = scene.n;
+        let max = ctx.limits.max_storage_buffer_binding_size;
+        let widest = (scene.rest.max(4) * 4) as u64;
+        let late = step > cfg.opacity_reset_interval;
+        let flags = late as u32
+            | ((cfg.prune_world_scale > 0.0) as u32) << 1
+            | (cfg.prune_screen_radius.is_some() as u32) << 2;
+        let mut p = EditParams {
+            a: [n as u32, 0, 0, step as u32],
+            b: [splat_train::random::seed_word(cfg.seed), 0, 0, flags],
+            c: [
+                cfg.densify_grad_threshold as f32,
+                (cfg.percent_dense * constants.extent) as f32,
+                cfg.min_opacity as f32,
+                (cfg.prune_world_scale * constants.extent) as f32,
+            ],
+            d: [
+                cfg.prune_screen_radius.unwrap_or(0.0) as f32,
+                (1.6f32).ln(),
+                0.0,
+                0.0,
+            ],
+        };
+        let kind = ctx.storage("densify kind", n as u64 * 4);
+        let keeps = [0, 1, 2].map(|_| ctx.storage("densify keep", (n as u64 + 1) * 4));
+        let counters = ctx.storage("densify counters", 16);
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("densify"),
+            });
+        let (x, y) = ctx.dispatch_size(groups_for(n as u32 + 1));
+        record_pass(
+            &ctx,
+            &mut enc,
+            &self.k.classify,
+            bytemuck::bytes_of(&p),
+            &[
+                (1, &scene.stats[0]),
+                (2, &scene.stats[1]),
+                (3, &scene.stats[2]),
+                (4, &scene.params[4]),
+                (5, &scene.params[3]),
+                (6, &kind),
+                (7, &keeps[0]),
+                (8, &keeps[1]),
+                (9, &keeps[2]),
+                (10, &counters),
+            ],
+            (x, y, 1),
+        );
+        let plan = ScanPlan::new(&ctx, n as u32 + 1);
+        for k in &keeps {
+            self.scan.record_planned(&ctx, &mut enc, k, &plan);
+        }
+        let totals = ctx.storage("densify totals", 16);
+        for (i, k) in keeps.iter().enumerate() {
+            enc.copy_buffer_to_buffer(k, n as u64 * 4, &totals, i as u64 * 4, 4);
+        }
+        enc.copy_buffer_to_buffer(&counters, 0, &totals, 12, 4);
+        ctx.queue.submit([enc.finish()]);
+        // The read-back: how large the edited set is.
+        let t: Vec<u32> = ctx.read(&totals, 4).map_err(gpu_err)?;
+        let [survivors, clones_kept, split_kept, candidates] = [t[0], t[1], t[2], t[3]];
+        let new_n = (survivors + clones_kept + 2 * split_kept) as usize;
+        let over_budget = cfg
+            .max_gaussians
+            .is_some_and(|cap| n + candidates as usize > cap);
+        if over_budget || new_n as u64 * widest > max || new_n == 0 {
+            return self.densify_on_host(constants, step);
+        }
+        // Clones and splits among the candidates, for the report.
+        let kinds: Vec<u32> = ctx.read(&kind, n).map_err(gpu_err)?;
+        let cloned = kinds.iter().filter(|&&k| k == 1).count();
+        let split = kinds.iter().filter(|&&k| k == 2).count();
+
+        p.b[1] = survivors;
+        p.b[2] = clones_kept;
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("densify scatter"),
+            });
+        let widths = [3, 3, scene.rest, 1, 3, 4];
+        let mut params = Vec::with_capacity(6);
+        let mut m = Vec::with_capacity(6);
+        let mut v = Vec::with_capacity(6);
+        for (g, &w) in widths.iter().enumerate() {
+            let bytes = (new_n * w * 4) as u64;
+            let (dst, dm, dv) = (
+                ctx.storage(GROUPS[g], bytes),
+                ctx.storage("adam m", bytes),
+                ctx.storage("adam v", bytes),
+            );
+            if w > 0 {
+                p.a[1] = w as u32;
+                p.a[2] = match g {
+                    0 => 1,
+                    4 => 2,
+                    _ => 0,
+                };
+                let (x, y) = ctx.dispatch_size(groups_for(n as u32));
+                record_pass(
+                    &ctx,
+                    &mut enc,
+                    &self.k.scatter,
+                    bytemuck::bytes_of(&p),
+                    &[
+                        (6, &kind),
+                        (7, &keeps[0]),
+                        (8, &keeps[1]),
+                        (9, &keeps[2]),
+                        (11, &scene.params[g]),
+                        (12, &scene.m[g]),
+                        (13, &scene.v[g]),
+                        (14, &dst),
+                        (15, &dm),
+                        (16, &dv),
+                        (17, &scene.params[5]),
+                        (18, &scene.params[4]),
+                    ],
+                    (x, y, 1),
+                );
+            }
+            params.push(dst);
+            m.push(dm);
+            v.push(dv);
+        }
+        ctx.queue.submit([enc.finish()]);
+        let stats = [0, 1, 2].map(|_| {
+            let b = ctx.storage("densification statistics", new_n as u64 * 4);
+            ctx.queue.write_buffer(&b, 0, &vec![0u8; new_n * 4]);
+            b
+        });
+        let (degree, steps) = (scene.stored_degree, scene.adam_steps);
+        self.scene = Some(self.build_scene(new_n, degree, params, m, v, steps, stats)?);
+        Ok(DensifyReport {
+            cloned,
+            split,
+            pruned: n - split + cloned + 2 * split - new_n,
+        })
+    }
+
+    /// The host's edit: the state read back, edited, loaded again.
+    fn densify_on_host(
+        &mut self,
+        constants: &BlockConstants,
+        step: u64,
+    ) -> Result<DensifyReport, String> {
+        let degree = self.scene.as_ref().expect("state loaded").stored_degree;
+        let mut state = TrainState::new(splat_core::Gaussians::new(degree));
+        self.store(&mut state)?;
+        let report = splat_train::densify::densify_and_prune(
+            &mut state,
+            &constants.config,
+            constants.extent,
+            step,
+        );
+        self.load(&state)?;
+        Ok(report)
+    }
+
+    /// The opacity reset as its own submission (after a densification).
+    fn reset_now(&mut self) {
+        let scene = self.scene.as_ref().expect("state loaded");
+        let mut enc = self
+            .ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("opacity reset"),
+            });
+        self.ctx
+            .queue
+            .write_buffer(&self.status, 0, &[0u8; STATUS_WORDS * 4]);
+        self.record_reset(&mut enc, scene);
+        self.ctx.queue.submit([enc.finish()]);
+    }
+}
+
+/// `g` with `n` Gaussians (values kept where they exist, zeros after).
+fn resize_gaussians(g: &mut splat_core::Gaussians<f32>, n: usize) {
+    let rest = g.sh_rest_len();
+    g.means.resize(n, [0.0; 3]);
+    g.log_scales.resize(n, [0.0; 3]);
+    g.rotations.resize(n, [0.0; 4]);
+    g.opacity_logits.resize(n, 0.0);
+    g.sh_dc.resize(n, [0.0; 3]);
+    g.sh_rest.resize(n * rest, 0.0);
 }
 
 impl ResidentEngine for GpuResident {
@@ -721,17 +1054,6 @@ impl ResidentEngine for GpuResident {
         let ctx = self.ctx.clone();
         let g = &state.gaussians;
         let n = g.len();
-        if n == 0 {
-            return Err("no Gaussians to train".into());
-        }
-        let rest = g.sh_rest_len();
-        let grad_stride = 14 + rest;
-        let max = ctx.limits.max_storage_buffer_binding_size;
-        if (n * 9 * 4) as u64 > max || (n * 4 * 4) as u64 > max {
-            return Err(format!(
-                "{n} Gaussians exceed the resident path's per-binding limit ({max} bytes)"
-            ));
-        }
         let mut flat = state.gaussians.clone();
         let params: Vec<wgpu::Buffer> = (0..GROUPS.len())
             .map(|gi| {
@@ -755,51 +1077,9 @@ impl ResidentEngine for GpuResident {
         for (t, a) in adam_steps.iter_mut().zip(&state.adam) {
             *t = a.step;
         }
-        let projected = OUTPUT_WORDS
-            .iter()
-            .map(|&w| ctx.storage("projected", (n * w * 4) as u64))
-            .collect();
-        let project_chunk = GpuProject::chunk_len(&ctx, rest);
-        let backward_chunk = chunk_len_for(&ctx, grad_stride);
-        let (pc, bc) = (n.div_ceil(project_chunk), n.div_ceil(backward_chunk));
-        let stride = uniform_stride(&ctx);
-        let uniform = |label, chunks: usize| {
-            ctx.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: (chunks * stride) as u64,
-                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
-        };
-        let counts_of = |chunk: usize, chunks: usize| {
-            (0..chunks).map(move |c| [chunk.min(n - c * chunk) as u32, 0, rest as u32, 0])
-        };
-        let block_counts: Vec<[u32; 4]> = counts_of(project_chunk, pc)
-            .chain(counts_of(backward_chunk, bc))
-            .collect();
         let stats = [&state.grad_accum, &state.grad_count, &state.max_radii]
             .map(|s| ctx.storage_from("densification statistics", s));
-        self.scene = Some(Scene {
-            n,
-            rest,
-            stored_degree: g.sh_degree,
-            params,
-            m,
-            v,
-            adam_steps,
-            projected,
-            counts: ctx.storage("tile counts", (n as u64 + 1) * 4),
-            count_scan: ScanPlan::new(&ctx, n as u32 + 1),
-            projected_grads: ctx.storage("projected grads", (n * 9 * 4) as u64),
-            packed_grads: ctx.storage("parameter grads", (n * grad_stride * 4) as u64),
-            stats,
-            project_chunk,
-            backward_chunk,
-            project_uniform: uniform("project camera", pc),
-            backward_uniform: uniform("backward camera", bc),
-            staging: ctx.storage("camera blocks", ((pc + bc) * stride) as u64),
-            block_counts: ctx.storage_from("block counts", &block_counts),
-        });
+        self.scene = Some(self.build_scene(n, g.sh_degree, params, m, v, adam_steps, stats)?);
         if self.list.is_none() {
             // A first guess; an overflow grows it to what a step needs.
             let guess = (n as u32).saturating_mul(8).clamp(1 << 12, 1 << 24);
@@ -816,6 +1096,9 @@ impl ResidentEngine for GpuResident {
     ) -> Result<(), String> {
         if self.scene.is_none() {
             return Err("no state loaded".into());
+        }
+        if let Some(s) = steps.iter().rev().skip(1).find(|s| s.densify) {
+            return Err(format!("step {} densifies but does not end its block", s.step));
         }
         let mut at = 0;
         while at < steps.len() {
@@ -844,11 +1127,22 @@ impl ResidentEngine for GpuResident {
                         step: steps[at].step,
                         loss: f64::NAN,
                         skipped: true,
+                        num_gaussians: self.scene.as_ref().map_or(0, |s| s.n),
                         ..Default::default()
                     });
                     at += 1;
                 }
                 Some((why, _)) => return Err(format!("unknown halt reason {why}")),
+            }
+        }
+        // A densification ends the block (unless its step was skipped, as on the host).
+        if let (Some(last), Some(outcome)) = (steps.last(), out.last_mut()) {
+            if last.densify && outcome.step == last.step && !outcome.skipped {
+                outcome.densified = Some(self.densify(constants, last.step)?);
+                if last.reset_opacity {
+                    self.reset_now();
+                }
+                outcome.num_gaussians = self.scene.as_ref().map_or(0, |s| s.n);
             }
         }
         Ok(())
@@ -857,25 +1151,23 @@ impl ResidentEngine for GpuResident {
     fn store(&mut self, state: &mut TrainState) -> Result<(), String> {
         let ctx = self.ctx.clone();
         let scene = self.scene.as_ref().ok_or("no state loaded")?;
-        if scene.n != state.len() {
-            return Err(format!(
-                "the device holds {} Gaussians, the host {}",
-                scene.n,
-                state.len()
-            ));
-        }
+        let n = scene.n;
+        resize_gaussians(&mut state.gaussians, n);
         for gi in 0..GROUPS.len() {
-            let len = scene.n * group_width(&state.gaussians, gi);
+            let len = n * group_width(&state.gaussians, gi);
             let values: Vec<f32> = ctx.read(&scene.params[gi], len).map_err(gpu_err)?;
             splat_train::state::group_params(&mut state.gaussians, gi).copy_from_slice(&values);
+            if state.adam.len() <= gi {
+                state.adam.push(splat_train::adam::AdamState::zeros(0));
+            }
             let adam = &mut state.adam[gi];
             adam.m = ctx.read(&scene.m[gi], len).map_err(gpu_err)?;
             adam.v = ctx.read(&scene.v[gi], len).map_err(gpu_err)?;
             adam.step = scene.adam_steps[gi];
         }
-        state.grad_accum = ctx.read(&scene.stats[0], scene.n).map_err(gpu_err)?;
-        state.grad_count = ctx.read(&scene.stats[1], scene.n).map_err(gpu_err)?;
-        state.max_radii = ctx.read(&scene.stats[2], scene.n).map_err(gpu_err)?;
+        state.grad_accum = ctx.read(&scene.stats[0], n).map_err(gpu_err)?;
+        state.grad_count = ctx.read(&scene.stats[1], n).map_err(gpu_err)?;
+        state.max_radii = ctx.read(&scene.stats[2], n).map_err(gpu_err)?;
         Ok(())
     }
 }

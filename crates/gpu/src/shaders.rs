@@ -33,6 +33,7 @@ pub const LOSS: &str = include_str!("shaders/loss.wgsl");
 pub const ADAM: &str = include_str!("shaders/adam.wgsl");
 pub const DENSIFY_STATS: &str = include_str!("shaders/densify_stats.wgsl");
 pub const RESIDENT: &str = include_str!("shaders/resident.wgsl");
+pub const DENSIFY_EDIT: &str = include_str!("shaders/densify_edit.wgsl");
 
 /// Every compiled source with the file it is built around (the `common_*.wgsl` files are preludes).
 pub const ALL: &[(&str, &str)] = &[
@@ -48,4 +49,5 @@ pub const ALL: &[(&str, &str)] = &[
     ("adam.wgsl", ADAM),
     ("densify_stats.wgsl", DENSIFY_STATS),
     ("resident.wgsl", RESIDENT),
+    ("densify_edit.wgsl", DENSIFY_EDIT),
 ];

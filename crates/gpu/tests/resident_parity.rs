@@ -103,7 +103,8 @@ fn resume<'a>(
 }
 
 /// From the same state (after a densification, so with fresh and established moments, at SH degree 1),
-/// a block of 14 resident steps (raising the SH degree inside it) against 14 host steps.
+/// a block of 15 resident steps (raising the SH degree inside it, ending with a densification) against
+/// 15 host steps.
 #[test]
 fn a_block_matches_host_steps_from_the_same_state() {
     let Some(ctx) = common::context(|_| {}) else {
@@ -124,15 +125,18 @@ fn a_block_matches_host_steps_from_the_same_state() {
     let mut a = resume(&ctx, &ds, &cfg, &host.state, false);
     let mut b = resume(&ctx, &ds, &cfg, &host.state, true);
     let mut worst = 0.0f64;
-    for _ in 0..14 {
+    for _ in 0..15 {
         let (x, y) = (a.step().unwrap(), b.step().unwrap());
         assert_eq!((x.step, x.skipped), (y.step, y.skipped));
+        assert_eq!(x.densified, y.densified, "step {}", x.step);
+        assert_eq!(x.num_gaussians, y.num_gaussians, "step {}", x.step);
         let rel = (x.loss - y.loss).abs() / x.loss;
         worst = worst.max(rel);
         assert!(rel < 1e-6, "step {}: loss {} vs {}", x.step, x.loss, y.loss);
         assert!((x.psnr - y.psnr).abs() < 1e-4, "step {}", x.step);
     }
-    assert_eq!(b.state.step, 44);
+    assert_eq!(b.state.step, 45);
+    assert!(b.block_done());
     assert_eq!(a.state.active_sh_degree, 2);
     assert_eq!(b.state.active_sh_degree, 2);
     b.sync();
@@ -159,11 +163,11 @@ fn a_block_matches_host_steps_from_the_same_state() {
     }
 }
 
-/// A whole schedule (densifications at 30, 45, 60, 75, an opacity reset at 60, SH raises) with blocks
-/// between the host events: the events happen at the same steps and training goes the same way (not to
-/// rounding: Adam's first steps turn rounding-level gradient differences into +-lr moves).
+/// A whole schedule (densifications at 30, 45, 60, 75, an opacity reset at 60, SH raises), all on the
+/// device: the events happen at the same steps and training goes the same way (not to rounding: Adam's
+/// first steps turn rounding-level gradient differences into +-lr moves).
 #[test]
-fn a_whole_schedule_runs_its_host_events_between_blocks() {
+fn a_whole_schedule_runs_on_the_device() {
     let Some(ctx) = common::context(|_| {}) else {
         return;
     };
@@ -218,13 +222,13 @@ fn an_overflowing_list_regrows_and_changes_nothing() {
             sh_degree: 0,
             stats: true,
             position_lr: Some(t.position_lr(it)),
+            densify: false,
+            reset_opacity: false,
         })
         .collect();
     let constants = BlockConstants {
-        seed: cfg.seed,
-        lambda_dssim: cfg.lambda_dssim,
-        lrs: [0.0, cfg.sh_dc_lr, cfg.sh_rest_lr, cfg.opacity_lr, cfg.scale_lr, cfg.rotation_lr],
-        betas: cfg.adam_betas(),
+        config: cfg.clone(),
+        extent: ds.scene_extent,
         background: ds.background,
     };
     let run = |capacity: u32| {
@@ -251,6 +255,73 @@ fn an_overflowing_list_regrows_and_changes_nothing() {
     assert_eq!(bits(&sa.grad_accum), bits(&sb.grad_accum));
     assert!(sa.adam.iter().all(|a| a.step == 12));
     assert!(sa.grad_count.iter().any(|&c| c > 0.0));
+}
+
+/// The densification edit on the device against the host's from the same state (statistics of 29
+/// steps), early (opacity pruning) and late (world- and screen-size pruning too): the same report and
+/// count, every group bitwise but the split children's means, whose samples go through the device's
+/// `log`, `sqrt` and `cos`.
+#[test]
+fn the_densification_edit_matches_the_host() {
+    let Some(ctx) = common::context(|_| {}) else {
+        return;
+    };
+    let ctx = Arc::new(ctx);
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = demo(tmp.path());
+    let mut host = trainer(&ctx, &ds, config(80), None);
+    while host.state.step < 29 {
+        host.step().unwrap();
+    }
+    for (step, late) in [(30u64, false), (30, true)] {
+        let mut cfg = config(80).per_step();
+        // Clones and opacity pruning too on this small scene.
+        cfg.percent_dense = 0.05;
+        cfg.min_opacity = 0.1;
+        if late {
+            cfg.opacity_reset_interval = 10;
+            cfg.prune_screen_radius = Some(6.0);
+            cfg.prune_world_scale = 0.05;
+        }
+        let mut want = host.state.clone();
+        let report = splat_train::densify::densify_and_prune(&mut want, &cfg, ds.scene_extent, step);
+        let mut e = GpuResident::new(ctx.clone(), &ds.train);
+        e.load(&host.state).unwrap();
+        let constants = BlockConstants {
+            config: cfg,
+            extent: ds.scene_extent,
+            background: ds.background,
+        };
+        let got_report = e.densify(&constants, step).unwrap();
+        let mut got = host.state.clone();
+        e.store(&mut got).unwrap();
+        eprintln!("late {late}: {report:?}, {} -> {}", host.state.len(), want.len());
+        assert_eq!(got_report, report);
+        assert!(report.cloned > 0 && report.split > 0 && report.pruned > 0, "{report:?}");
+        assert_eq!(got.len(), want.len());
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let (g, w) = (&got.gaussians, &want.gaussians);
+        assert_eq!(bits(g.log_scales.as_flattened()), bits(w.log_scales.as_flattened()));
+        assert_eq!(bits(g.rotations.as_flattened()), bits(w.rotations.as_flattened()));
+        assert_eq!(bits(&g.opacity_logits), bits(&w.opacity_logits));
+        assert_eq!(bits(&g.sh_rest), bits(&w.sh_rest));
+        assert_eq!(bits(g.sh_dc.as_flattened()), bits(w.sh_dc.as_flattened()));
+        for (a, b) in got.adam.iter().zip(&want.adam) {
+            assert_eq!(bits(&a.m), bits(&b.m));
+            assert_eq!(bits(&a.v), bits(&b.v));
+            assert_eq!(a.step, b.step);
+        }
+        let worst = g
+            .means
+            .as_flattened()
+            .iter()
+            .zip(w.means.as_flattened())
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        eprintln!("largest mean difference {worst:.2e}");
+        assert!(worst < 1e-4, "{worst}");
+        assert!(got.grad_accum.iter().chain(&got.grad_count).chain(&got.max_radii).all(|&v| v == 0.0));
+    }
 }
 
 #[test]

@@ -55,6 +55,65 @@ pub struct BenchReport {
     pub peak_gflops: f64,
     pub peak_memory_bytes: Option<u64>,
     pub stages: Vec<StageRow>,
+    /// The same steps as resident blocks on a device (GPU backends), when measured.
+    pub resident: Option<ResidentBench>,
+}
+
+/// Whole steps run as resident blocks ([`crate::resident`]): no per-stage times (one submission runs
+/// many steps), the throughput only.
+#[derive(Clone, Debug, Serialize)]
+pub struct ResidentBench {
+    pub engine: String,
+    pub steps: u64,
+    pub its_per_second: f64,
+    pub ms_per_step: f64,
+}
+
+/// Times `opts.steps` steps run as resident blocks on `engine` after `opts.warmup` (a block of their
+/// own), same schedule as [`run`]. `None` when the engine cannot run this dataset.
+pub fn run_resident(
+    ds: &Dataset,
+    opts: &BenchOptions,
+    backend: Box<dyn Backend + Send>,
+    engine: Box<dyn crate::resident::ResidentEngine>,
+) -> Result<ResidentBench, String> {
+    let cfg = TrainConfig {
+        iterations: opts.warmup + opts.steps + 1,
+        seed: opts.seed,
+        sh_degree: opts.sh_degree,
+        sh_degree_interval: 0,
+        densify_until: 0,
+        ..TrainConfig::default()
+    };
+    let mut trainer = Trainer::new(
+        cfg,
+        &ds.train,
+        &ds.points,
+        ds.background,
+        ds.scene_extent,
+        backend,
+    );
+    trainer.state.active_sh_degree = opts.sh_degree;
+    trainer.with_resident(engine)?;
+    let name = trainer.resident_name().unwrap_or_default().to_string();
+    // Blocks end at the warm-up's end and at the last measured step.
+    trainer.set_sync_every(opts.warmup.max(1));
+    for _ in 0..opts.warmup {
+        trainer.step().map_err(|e| e.to_string())?;
+    }
+    trainer.set_sync_every(opts.warmup + opts.steps);
+    let t = std::time::Instant::now();
+    for _ in 0..opts.steps {
+        trainer.step().map_err(|e| e.to_string())?;
+    }
+    let wall = t.elapsed().as_secs_f64();
+    let steps = opts.steps.max(1) as f64;
+    Ok(ResidentBench {
+        engine: name,
+        steps: opts.steps,
+        its_per_second: steps / wall,
+        ms_per_step: wall / steps * 1e3,
+    })
 }
 
 /// Per-step work counters.
@@ -242,6 +301,7 @@ pub fn run(ds: &Dataset, opts: &BenchOptions, backend: Box<dyn Backend + Send>) 
         peak_gflops: peak.gflops,
         peak_memory_bytes: peak_memory_bytes(),
         stages,
+        resident: None,
     }
 }
 
@@ -282,6 +342,13 @@ pub fn format_table(r: &BenchReport) -> String {
     if r.backend.starts_with("gpu") {
         s += "note: \"% peak\" is against this machine's CPU FMA peak; the render stages ran on the GPU, \
               the loss and Adam on the CPU\n";
+    }
+    if let Some(res) = &r.resident {
+        s += &format!(
+            "resident blocks ({}): {} steps, {:.2} ms = {:.2} it/s (state, images and cameras on the \
+             device; loss and Adam there too)\n",
+            res.engine, res.steps, res.ms_per_step, res.its_per_second
+        );
     }
     s
 }

@@ -1,19 +1,16 @@
 //! Checkpoints: the whole [`TrainState`] in a small binary format, so a resumed run continues bit for bit.
 //!
 //! Layout (little-endian): magic `SPLATCK1`, `u32` version, `u64` step, `u32` active and stored SH degree,
-//! the generator (`[u8; 32]` seed, `u64` stream, `u128` word position), the
-//! parameter arrays, per Adam group its step and moments, the densification statistics, and an FNV-1a
+//! the parameter arrays, per Adam group its step and moments, the densification statistics, and an FNV-1a
 //! checksum of everything before it. Every length is checked against the bytes present.
 
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use splat_core::Gaussians;
 
 use crate::adam::AdamState;
 use crate::state::{TrainState, GROUPS};
 
 const MAGIC: &[u8; 8] = b"SPLATCK1";
-// 2: the epoch order is no longer stored (views are a function of the seed and the step).
+// 2: no generator state (views and split samples are functions of the seed and the step).
 const VERSION: u32 = 2;
 
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -50,9 +47,6 @@ pub fn to_bytes(s: &TrainState) -> Vec<u8> {
     w.u64(s.step);
     w.u32(s.active_sh_degree as u32);
     w.u32(s.gaussians.sh_degree as u32);
-    w.0.extend_from_slice(&s.rng.get_seed());
-    w.u64(s.rng.get_stream());
-    w.0.extend_from_slice(&s.rng.get_word_pos().to_le_bytes());
     let g = &s.gaussians;
     w.u64(g.len() as u64);
     w.f32s(g.means.as_flattened());
@@ -132,12 +126,6 @@ pub fn from_bytes(b: &[u8]) -> Result<TrainState, String> {
     if degree > 3 || active > degree {
         return Err(format!("SH degrees {active}/{degree}"));
     }
-    let seed: [u8; 32] = r.take(32)?.try_into().unwrap();
-    let stream = r.u64()?;
-    let word_pos = u128::from_le_bytes(r.take(16)?.try_into().unwrap());
-    let mut rng = ChaCha8Rng::from_seed(seed);
-    rng.set_stream(stream);
-    rng.set_word_pos(word_pos);
     let n = r.u64()? as usize;
     if n > body.len() / 4 {
         return Err("Gaussian count larger than the file".into());
@@ -169,7 +157,6 @@ pub fn from_bytes(b: &[u8]) -> Result<TrainState, String> {
         adam,
         step,
         active_sh_degree: active,
-        rng,
         grad_accum,
         grad_count,
         max_radii,

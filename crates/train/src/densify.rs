@@ -7,8 +7,6 @@
 //! normalized device coordinates (`grad_px * width / 2`, `grad_py * height / 2`): the original computes the
 //! gradient with respect to NDC, and its 0.0002 threshold is in those units.
 
-use rand::Rng;
-use rand_distr::StandardNormal;
 use splat_core::math::{mat3_vec, quat_to_mat};
 use splat_core::{logit, sigmoid, Gaussians};
 use splat_render::{Projected, ProjectedGrads};
@@ -77,6 +75,12 @@ enum Source {
     New(usize),
 }
 
+/// The standard normal sample of split `child` (0 or 1) of Gaussian `parent` along `axis` at iteration
+/// `step` ([`crate::random`]: the GPU draws the same).
+pub fn split_normal(seed: u64, step: u64, parent: u32, child: u32, axis: u32) -> f32 {
+    crate::random::normal(seed, step as u32, parent, 3 * child + axis)
+}
+
 /// Clone, split and prune at iteration `step`.
 pub fn densify_and_prune(
     state: &mut TrainState,
@@ -126,9 +130,10 @@ pub fn densify_and_prune(
         let norm = q.iter().map(|v| v * v).sum::<f32>().sqrt();
         let rot = quat_to_mat(q.map(|v| v / norm));
         let scale = g.log_scales[i].map(f32::exp);
-        for _ in 0..2 {
-            let z: [f32; 3] =
-                std::array::from_fn(|k| state.rng.sample::<f32, _>(StandardNormal) * scale[k]);
+        for child in 0..2u32 {
+            let z: [f32; 3] = std::array::from_fn(|k| {
+                split_normal(cfg.seed, step, i as u32, child, k as u32) * scale[k]
+            });
             let off = mat3_vec(&rot, z);
             let m = g.means[i];
             children.push(
@@ -142,7 +147,7 @@ pub fn densify_and_prune(
         }
     }
 
-    // Children drawn (the RNG has moved), the set not yet edited.
+    // Children drawn, the set not yet edited.
     crate::testhook::pause_point("densify", step);
 
     // The edited set, before pruning: survivors, clones, children (the original's order).

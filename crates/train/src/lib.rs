@@ -13,6 +13,7 @@ pub mod init;
 pub mod loss;
 pub mod memory;
 pub mod parallel;
+pub mod random;
 pub mod report;
 pub mod resident;
 pub mod schedule;

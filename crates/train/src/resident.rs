@@ -1,12 +1,16 @@
 //! Training steps run where the state lives: a [`ResidentEngine`] keeps the parameters, Adam moments,
 //! densification statistics, training images and cameras on its device and runs a *block* of steps per
-//! call, drawing each step's view itself ([`crate::views`]). The [`crate::Trainer`] plans the blocks:
-//! every step between host events (densification, opacity resets, checkpoints) is resident; an event step
-//! runs on the host after [`ResidentEngine::store`] and the state goes back with [`ResidentEngine::load`].
+//! call, drawing each step's view itself ([`crate::views`]) and doing the densification edits and opacity
+//! resets itself (split samples from [`crate::random`]). The [`crate::Trainer`] plans the blocks: a block
+//! ends after a densification (the Gaussian count changes), at a checkpoint, or after
+//! [`crate::trainer::BLOCK_STEPS`]; the host reads the state back ([`ResidentEngine::store`]) only when
+//! it needs it.
 //!
 //! A block applies exactly the host trainer's arithmetic, so a resident run and a host run with the same
-//! seed see the same views and differ only by the devices' rounding.
+//! seed see the same views and split samples and differ only by the devices' rounding.
 
+use crate::config::TrainConfig;
+use crate::densify::DensifyReport;
 use crate::state::TrainState;
 
 /// One step of a block, as the host planned it.
@@ -20,19 +24,37 @@ pub struct PlannedStep {
     pub sh_degree: usize,
     /// Add this step's densification statistics.
     pub stats: bool,
-    /// Apply Adam (every group) with this position learning rate; `None`: no update (the last iteration).
+    /// Apply Adam (every group, but opacities on a reset step) with this position learning rate;
+    /// `None`: no update (the last iteration, a densification).
     pub position_lr: Option<f64>,
+    /// Clone, split and prune after this step's statistics (only the last step of a block).
+    pub densify: bool,
+    /// Cap the opacities (after the densification, if any).
+    pub reset_opacity: bool,
 }
 
 /// The constants of a block's steps.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct BlockConstants {
-    pub seed: u64,
-    pub lambda_dssim: f64,
-    /// Learning rates of the groups after `means`, in [`crate::state::GROUPS`] order (index 0 unused).
-    pub lrs: [f64; 6],
-    pub betas: (f64, f64),
+    /// The schedule in optimizer steps ([`TrainConfig::per_step`]).
+    pub config: TrainConfig,
+    pub extent: f64,
     pub background: [f32; 3],
+}
+
+impl BlockConstants {
+    /// Learning rates in [`crate::state::GROUPS`] order, the position's (index 0) given.
+    pub fn lrs(&self, position_lr: f64) -> [f64; 6] {
+        let c = &self.config;
+        [
+            position_lr,
+            c.sh_dc_lr,
+            c.sh_rest_lr,
+            c.opacity_lr,
+            c.scale_lr,
+            c.rotation_lr,
+        ]
+    }
 }
 
 /// What one resident step did.
@@ -45,6 +67,10 @@ pub struct StepOutcome {
     pub psnr: f64,
     /// A loss or gradient was not finite: nothing was applied.
     pub skipped: bool,
+    pub densified: Option<DensifyReport>,
+    pub opacity_reset: bool,
+    /// After the step.
+    pub num_gaussians: usize,
 }
 
 /// A device that runs blocks of training steps on a state it holds.
@@ -63,7 +89,7 @@ pub trait ResidentEngine: Send {
         steps: &[PlannedStep],
         out: &mut Vec<StepOutcome>,
     ) -> Result<(), String>;
-    /// Copies the device's state into `state` (its Gaussian count may differ from the last load's only
-    /// through this engine's own work, which is none: blocks do not densify).
+    /// Copies the device's state into `state` (parameters, moments and statistics, resized to the
+    /// device's Gaussian count).
     fn store(&mut self, state: &mut TrainState) -> Result<(), String>;
 }

@@ -290,7 +290,17 @@ pub fn train_run(
         stop_after,
         &mut |s, _| progress(s),
         Box::new(crate::parallel::Local),
+        None,
     )
+}
+
+/// Blocks of steps on a device that holds the state ([`crate::resident`]).
+pub struct ResidentOptions<'a> {
+    /// Makes the engine for the training views.
+    pub make: &'a dyn Fn(&[splat_io::dataset::View]) -> Box<dyn crate::resident::ResidentEngine>,
+    /// Copy the state back after every block (a live viewer reads it from `progress`); otherwise only
+    /// at checkpoints and at the end.
+    pub sync_each_block: bool,
 }
 
 /// Steps between the replica checksum comparisons of a multi-rank run.
@@ -309,6 +319,7 @@ pub fn train_run_parallel(
     stop_after: Option<u64>,
     progress: &mut (dyn FnMut(&StepStats, &TrainState) + Send),
     collective: Box<dyn crate::parallel::Collective>,
+    resident: Option<ResidentOptions<'_>>,
 ) -> Result<Option<Metrics>, RunError> {
     let rank = collective.rank();
     let is_root = rank == 0;
@@ -344,6 +355,26 @@ pub fn train_run_parallel(
         ),
     };
     let mut trainer = trainer.with_collective(collective);
+    let sync_each_block = resident.as_ref().is_some_and(|r| r.sync_each_block);
+    if let Some(r) = &resident {
+        match trainer.with_resident((r.make)(&ds.train)) {
+            Ok(()) => {
+                trainer.set_sync_every(cfg.checkpoint_every);
+                if is_root {
+                    eprintln!(
+                        "resident: steps run in blocks of up to {} on {}",
+                        crate::trainer::BLOCK_STEPS,
+                        trainer.resident_name().unwrap_or("the device")
+                    );
+                }
+            }
+            Err(why) => {
+                if is_root {
+                    eprintln!("note: not resident ({why}); every stage's data goes to the device and back");
+                }
+            }
+        }
+    }
     let first_step_of_run = trainer.state.step;
     // History of earlier sessions of this run, up to the checkpoint resumed from.
     let earlier: Vec<HistoryPoint> = read_json::<Vec<HistoryPoint>>(&dir.join(HISTORY_FILE))
@@ -376,6 +407,9 @@ pub fn train_run_parallel(
                 Ok(s) => s,
                 Err(e) => return LoopEnd::Diverged(e),
             };
+            if sync_each_block && trainer.block_done() {
+                trainer.sync();
+            }
             progress(&stats, &trainer.state);
             history.record(
                 stats.step,
@@ -398,6 +432,7 @@ pub fn train_run_parallel(
                 && stats.step % cfg.checkpoint_every == 0
                 && !trainer.done()
             {
+                trainer.sync();
                 let secs = prior_seconds + started.elapsed().as_secs_f64();
                 submit_checkpoint(
                     &worker,
@@ -436,6 +471,7 @@ pub fn train_run_parallel(
         worker.finish()?;
         return Ok(None);
     }
+    trainer.sync();
     let this_run = started.elapsed().as_secs_f64();
     let train_seconds = prior_seconds + this_run;
     submit_checkpoint(

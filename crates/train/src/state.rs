@@ -1,6 +1,5 @@
 //! Everything that evolves during training, in one place: this is exactly what a checkpoint holds.
 
-use rand_chacha::ChaCha8Rng;
 use splat_core::Gaussians;
 
 use crate::adam::AdamState;
@@ -23,7 +22,6 @@ pub struct TrainState {
     /// Completed iterations.
     pub step: u64,
     pub active_sh_degree: usize,
-    pub rng: ChaCha8Rng,
     /// Densification statistics per Gaussian.
     pub grad_accum: Vec<f32>,
     pub grad_count: Vec<f32>,
@@ -49,7 +47,7 @@ pub fn group_width(gs: &Gaussians<f32>, g: usize) -> usize {
 }
 
 impl TrainState {
-    pub fn new(gaussians: Gaussians<f32>, rng: ChaCha8Rng) -> Self {
+    pub fn new(gaussians: Gaussians<f32>) -> Self {
         let n = gaussians.len();
         let adam = (0..GROUPS.len())
             .map(|g| AdamState::zeros(n * group_width(&gaussians, g)))
@@ -59,7 +57,6 @@ impl TrainState {
             adam,
             step: 0,
             active_sh_degree: 0,
-            rng,
             grad_accum: vec![0.0; n],
             grad_count: vec![0.0; n],
             max_radii: vec![0.0; n],

@@ -13,8 +13,6 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use splat_core::Gaussians;
 use splat_io::dataset::{Points, View};
 use splat_render::{Backend, Buffers, RenderSettings};
@@ -175,7 +173,7 @@ impl<'a> Trainer<'a> {
         backend: Box<dyn Backend + Send + 'a>,
     ) -> Self {
         let gaussians = gaussians_from_points(points, cfg.sh_degree);
-        let state = TrainState::new(gaussians, ChaCha8Rng::seed_from_u64(cfg.seed));
+        let state = TrainState::new(gaussians);
         Self::resume(cfg, views, background, extent, backend, state)
     }
 
@@ -217,8 +215,8 @@ impl<'a> Trainer<'a> {
         }
     }
 
-    /// Runs the steps between host events (densification, opacity resets) in blocks on `engine`, which
-    /// holds the state on its device. Only for one view per step on one rank; otherwise, or when the
+    /// Runs every step in blocks on `engine`, which holds the state on its device (densification
+    /// included, see [`crate::resident`]). Only for one view per step on one rank; otherwise, or when the
     /// engine cannot run this dataset, returns the reason and leaves the trainer as it was.
     pub fn with_resident(&mut self, engine: Box<dyn ResidentEngine + 'a>) -> Result<(), String> {
         if self.cfg.batch > 1 || self.collective.size() > 1 {
@@ -235,6 +233,11 @@ impl<'a> Trainer<'a> {
     /// The resident engine's name, when blocks run on one.
     pub fn resident_name(&self) -> Option<&str> {
         self.resident.as_deref().map(|e| e.name())
+    }
+
+    /// No resident step is waiting to be returned (the device is at the state of `state.step`).
+    pub fn block_done(&self) -> bool {
+        self.pending.is_empty()
     }
 
     /// Blocks end at multiples of `every` steps (where the caller reads the state, e.g. checkpoints).
@@ -261,21 +264,6 @@ impl<'a> Trainer<'a> {
         self.host_current = true;
     }
 
-    /// Whether iteration `it` edits the state on the host (densification or an opacity reset).
-    fn host_event(&self, it: u64) -> bool {
-        let cfg = &self.cfg;
-        let last = it >= cfg.iterations;
-        if last || it >= cfg.densify_until {
-            return false;
-        }
-        let densify =
-            it > cfg.densify_from && cfg.densify_interval > 0 && it.is_multiple_of(cfg.densify_interval);
-        let white = self.background == [1.0; 3];
-        let reset = (cfg.opacity_reset_interval > 0 && it.is_multiple_of(cfg.opacity_reset_interval))
-            || (white && it == cfg.densify_from);
-        densify || reset
-    }
-
     /// The SH degree iteration `it` renders with, given the degree before it.
     fn degree_at(&self, it: u64, before: usize) -> usize {
         let cfg = &self.cfg;
@@ -287,42 +275,46 @@ impl<'a> Trainer<'a> {
         }
     }
 
-    /// Plans and runs the block starting at the next iteration, queueing its steps in `pending`.
+    /// Plans and runs the block starting at the next iteration, queueing its steps in `pending`: up to
+    /// [`BLOCK_STEPS`] steps, ending after a densification or at a multiple of `sync_every`. Each step is
+    /// planned as [`Trainer::step`] would run it on the host.
     fn run_resident_block(&mut self) {
+        let cfg = &self.cfg;
         let first = self.state.step + 1;
+        let white = self.background == [1.0; 3];
         let mut steps = Vec::new();
         let mut degree = self.state.active_sh_degree;
         let mut degrees = Vec::new();
         let mut it = first;
-        while it <= self.cfg.iterations && it - first < BLOCK_STEPS && !self.host_event(it) {
+        while it <= cfg.iterations && it - first < BLOCK_STEPS {
             degree = self.degree_at(it, degree);
             degrees.push(degree);
-            let last = it >= self.cfg.iterations;
+            let last = it >= cfg.iterations;
+            let stats = it < cfg.densify_until && !last;
+            let densify = stats
+                && it > cfg.densify_from
+                && cfg.densify_interval > 0
+                && it.is_multiple_of(cfg.densify_interval);
+            let reset_opacity = stats
+                && ((cfg.opacity_reset_interval > 0 && it.is_multiple_of(cfg.opacity_reset_interval))
+                    || (white && it == cfg.densify_from));
             steps.push(PlannedStep {
                 step: it,
                 draw: it - 1,
                 sh_degree: degree,
-                stats: it < self.cfg.densify_until && !last,
-                position_lr: (!last).then(|| self.position_lr(it)),
+                stats,
+                position_lr: (!last && !densify).then(|| self.position_lr(it)),
+                densify,
+                reset_opacity,
             });
-            if self.sync_every > 0 && it.is_multiple_of(self.sync_every) {
+            if densify || (self.sync_every > 0 && it.is_multiple_of(self.sync_every)) {
                 break;
             }
             it += 1;
         }
-        let cfg = &self.cfg;
         let constants = BlockConstants {
-            seed: cfg.seed,
-            lambda_dssim: cfg.lambda_dssim,
-            lrs: [
-                0.0,
-                cfg.sh_dc_lr,
-                cfg.sh_rest_lr,
-                cfg.opacity_lr,
-                cfg.scale_lr,
-                cfg.rotation_lr,
-            ],
-            betas: cfg.adam_betas(),
+            config: self.cfg.clone(),
+            extent: self.extent,
             background: self.background,
         };
         let engine = self.resident.as_mut().expect("resident engine");
@@ -339,7 +331,6 @@ impl<'a> Trainer<'a> {
         }
         self.host_current = false;
         let per_step = t.elapsed() / outcomes.len().max(1) as u32;
-        let n = self.state.len();
         for (o, &degree) in outcomes.iter().zip(&degrees) {
             let mut stats = StepStats {
                 step: o.step,
@@ -347,8 +338,10 @@ impl<'a> Trainer<'a> {
                 l1: o.l1,
                 ssim: o.ssim,
                 psnr: o.psnr,
-                num_gaussians: n,
+                num_gaussians: o.num_gaussians,
                 skipped: o.skipped,
+                densified: o.densified,
+                opacity_reset: o.opacity_reset,
                 ..Default::default()
             };
             // The device reports no per-stage times: the block's wall time, shared.
@@ -461,10 +454,7 @@ impl<'a> Trainer<'a> {
                     self.state.step = e.step;
                     return Err(e);
                 }
-                let it = self.state.step + 1;
-                if it <= self.cfg.iterations && !self.host_event(it) {
-                    self.run_resident_block();
-                }
+                self.run_resident_block();
             }
             if let Some((stats, degree)) = self.pending.pop_front() {
                 self.state.step = stats.step;
@@ -475,9 +465,7 @@ impl<'a> Trainer<'a> {
                 self.state.step = e.step;
                 return Err(e);
             }
-            // A host event: the host needs the state and the device a fresh copy afterwards.
-            self.sync();
-            self.device_current = false;
+            unreachable!("a block runs at least one step");
         }
         let cfg = self.cfg.clone();
         let it = self.state.step + 1;

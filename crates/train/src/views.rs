@@ -8,20 +8,11 @@
 //! `j_i = h(seed, e, i) mod (i + 1)` to the identity (the modulo bias is below 2^-22 for n < 1024 views).
 //! Position `p`'s entry is found without the array by undoing the swaps in reverse order.
 
-/// A 32-bit integer hash with good avalanche (Wellons' "lowbias32").
-pub fn mix32(mut x: u32) -> u32 {
-    x ^= x >> 16;
-    x = x.wrapping_mul(0x7feb_352d);
-    x ^= x >> 15;
-    x = x.wrapping_mul(0x846c_a68b);
-    x ^= x >> 16;
-    x
-}
+use crate::random::{mix32, seed_word};
 
 /// The swap partner `j_i` of position `i` in epoch `epoch`'s permutation.
 pub fn swap_partner(seed: u64, epoch: u32, i: u32) -> u32 {
-    let s = mix32(seed as u32 ^ mix32((seed >> 32) as u32 ^ 0x9e37_79b9));
-    mix32(s ^ mix32(epoch ^ mix32(i))) % (i + 1)
+    mix32(seed_word(seed) ^ mix32(epoch ^ mix32(i))) % (i + 1)
 }
 
 /// The view of draw `draw` (0-based, counting every view drawn by the run) among `n` views.

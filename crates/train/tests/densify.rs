@@ -1,8 +1,6 @@
 //! Densification edits: clones copy, splits replace the parent by two shrunken children sampled from it,
 //! pruning removes transparent and huge Gaussians, new entries have zero Adam moments, the cap holds.
 
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use splat_core::{logit, Gaussians};
 use splat_train::densify::{densify_and_prune, reset_opacity};
 use splat_train::state::TrainState;
@@ -53,7 +51,7 @@ fn state() -> TrainState {
         [0.0; 3],
         &rest,
     );
-    let mut s = TrainState::new(g, ChaCha8Rng::seed_from_u64(1));
+    let mut s = TrainState::new(g);
     s.grad_accum = vec![0.003, 0.004, 0.0001, 0.0, 0.0];
     s.grad_count = vec![10.0, 10.0, 10.0, 0.0, 0.0];
     for a in &mut s.adam {
