@@ -29,5 +29,5 @@ pub use densify::GpuDensifyStats;
 pub use loss::GpuLoss;
 pub use project::GpuProject;
 pub use project_bwd::GpuProjectBackward;
-pub use rasterize::GpuRasterize;
+pub use rasterize::{BackwardSums, GpuRasterize};
 pub use resident::GpuResident;

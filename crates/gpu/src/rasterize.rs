@@ -20,6 +20,20 @@ pub struct GpuRasterize {
     pub(crate) forward: wgpu::ComputePipeline,
     pub(crate) backward_tiles: wgpu::ComputePipeline,
     pub(crate) backward_gather: wgpu::ComputePipeline,
+    backward_atomic: wgpu::ComputePipeline,
+    /// How the backward sums each Gaussian's gradient over its tiles.
+    pub sums: BackwardSums,
+}
+
+/// How the rasterize backward sums a Gaussian's per-tile gradients.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BackwardSums {
+    /// A record per intersection, then a per-Gaussian gather in tile order: deterministic.
+    #[default]
+    Records,
+    /// Compare-and-swap float adds into the gradient: no records or gather, the rounding varies from run
+    /// to run with the order the tiles finish.
+    Atomic,
 }
 
 /// Device buffers the forward reads: the projected Gaussians and the tile lists.
@@ -95,6 +109,11 @@ impl GpuRasterize {
     pub fn new(ctx: &GpuContext) -> Self {
         let fwd = module(ctx, "rasterize_fwd.wgsl", crate::shaders::RASTERIZE_FWD);
         let bwd = module(ctx, "rasterize_bwd.wgsl", crate::shaders::RASTERIZE_BWD);
+        let atomic = module(
+            ctx,
+            "rasterize_bwd_atomic.wgsl",
+            crate::shaders::RASTERIZE_BWD_ATOMIC,
+        );
         let pipeline = |m: &wgpu::ShaderModule, label: &str, entry: &str| {
             ctx.device
                 .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
@@ -110,6 +129,8 @@ impl GpuRasterize {
             forward: pipeline(&fwd, "rasterize forward", "main"),
             backward_tiles: pipeline(&bwd, "rasterize backward (tiles)", "tiles"),
             backward_gather: pipeline(&bwd, "rasterize backward (gather)", "gather"),
+            backward_atomic: pipeline(&atomic, "rasterize backward (atomic)", "tiles"),
+            sums: BackwardSums::Records,
         }
     }
 
@@ -199,65 +220,74 @@ impl GpuRasterize {
         let n = projected.len();
         out.reset(n);
         let total = bins.gaussian_ids.len();
-        let key_depth: Vec<u32> = bins
-            .gaussian_ids
-            .iter()
-            .map(|&id| projected.depths[id as usize].to_bits())
-            .collect();
         let up = |label, data: &[f32]| ctx.storage_from(label, data);
         let inputs = upload_inputs(ctx, projected, bins);
         let inputs = inputs_of(&inputs);
         let final_t = up("final transmittance", &raster.final_transmittance);
         let n_contrib = ctx.storage_from("n_contrib", &raster.n_contrib);
         let grad_img = up("grad image", grad_image);
-        let records = ctx.storage("intersection records", total as u64 * 36);
-        let radii = ctx.storage_from("radii", &projected.radii);
-        let rects = ctx.storage_from("rects", &rect_words(projected));
-        let depths = up("depths", &projected.depths);
-        let keys = ctx.storage_from("key depth", &key_depth);
         let grads = ctx.storage("projected grads", n as u64 * 36);
         let params = raster_params(grid, settings, n as u32);
-        let mut tiles_bindings = inputs.bindings().to_vec();
-        tiles_bindings.extend([
-            (7, &final_t),
-            (8, &n_contrib),
-            (9, &grad_img),
-            (10, &records),
-        ]);
-        let gather_bindings = [
-            (1, inputs.ranges),
-            (2, inputs.ids),
-            (10, &records),
-            (11, &radii),
-            (12, &rects),
-            (13, &depths),
-            (14, &keys),
-            (15, &grads),
-        ];
+        let bytes = bytemuck::bytes_of(&params);
         let mut enc = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("rasterize backward"),
             });
-        enc.clear_buffer(&records, 0, None);
-        let bytes = bytemuck::bytes_of(&params);
-        record_pass(
-            ctx,
-            &mut enc,
-            &self.backward_tiles,
-            bytes,
-            &tiles_bindings,
-            (grid.tiles_x, grid.tiles_y, 1),
-        );
-        let (x, y) = ctx.dispatch_size(groups_for(n as u32));
-        record_pass(
-            ctx,
-            &mut enc,
-            &self.backward_gather,
-            bytes,
-            &gather_bindings,
-            (x, y, 1),
-        );
+        let mut tiles_bindings = inputs.bindings().to_vec();
+        tiles_bindings.extend([(7, &final_t), (8, &n_contrib), (9, &grad_img)]);
+        if self.sums == BackwardSums::Atomic {
+            enc.clear_buffer(&grads, 0, None);
+            tiles_bindings.push((16, &grads));
+            record_pass(
+                ctx,
+                &mut enc,
+                &self.backward_atomic,
+                bytes,
+                &tiles_bindings,
+                (grid.tiles_x, grid.tiles_y, 1),
+            );
+        } else {
+            let records = ctx.storage("intersection records", total as u64 * 36);
+            let radii = ctx.storage_from("radii", &projected.radii);
+            let rects = ctx.storage_from("rects", &rect_words(projected));
+            let depths = up("depths", &projected.depths);
+            let key_depth: Vec<u32> = bins
+                .gaussian_ids
+                .iter()
+                .map(|&id| projected.depths[id as usize].to_bits())
+                .collect();
+            let keys = ctx.storage_from("key depth", &key_depth);
+            tiles_bindings.push((10, &records));
+            let gather_bindings = [
+                (1, inputs.ranges),
+                (2, inputs.ids),
+                (10, &records),
+                (11, &radii),
+                (12, &rects),
+                (13, &depths),
+                (14, &keys),
+                (15, &grads),
+            ];
+            enc.clear_buffer(&records, 0, None);
+            record_pass(
+                ctx,
+                &mut enc,
+                &self.backward_tiles,
+                bytes,
+                &tiles_bindings,
+                (grid.tiles_x, grid.tiles_y, 1),
+            );
+            let (x, y) = ctx.dispatch_size(groups_for(n as u32));
+            record_pass(
+                ctx,
+                &mut enc,
+                &self.backward_gather,
+                bytes,
+                &gather_bindings,
+                (x, y, 1),
+            );
+        }
         ctx.queue.submit([enc.finish()]);
         let g: Vec<f32> = ctx.read(&grads, n * 9)?;
         for (i, r) in g.chunks_exact(9).enumerate() {

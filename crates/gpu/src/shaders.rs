@@ -1,12 +1,23 @@
 //! The WGSL sources, one file per stage in `src/shaders/`. WGSL has no includes: the per-Gaussian stages
 //! get `common_camera.wgsl` (the camera block, SH constants and basis, `dot3`) prepended here, the
-//! rasterize stages `common_raster.wgsl` (parameters and shared inputs), and the naga test validates
-//! exactly these composed sources.
+//! rasterize stages `common_raster.wgsl` (parameters and shared inputs), the two rasterize backwards the
+//! shared tile walk `rasterize_bwd.wgsl` followed by their way of summing; the naga test validates exactly
+//! these composed sources.
 
 macro_rules! with_raster {
     ($file:literal) => {
         concat!(
             include_str!("shaders/common_raster.wgsl"),
+            include_str!(concat!("shaders/", $file))
+        )
+    };
+}
+
+macro_rules! with_raster_bwd {
+    ($file:literal) => {
+        concat!(
+            include_str!("shaders/common_raster.wgsl"),
+            include_str!("shaders/rasterize_bwd.wgsl"),
             include_str!(concat!("shaders/", $file))
         )
     };
@@ -28,7 +39,8 @@ pub const PREFIX_SUM: &str = include_str!("shaders/prefix_sum.wgsl");
 pub const RADIX_SORT: &str = include_str!("shaders/radix_sort.wgsl");
 pub const TILE_RANGES: &str = include_str!("shaders/tile_ranges.wgsl");
 pub const RASTERIZE_FWD: &str = with_raster!("rasterize_fwd.wgsl");
-pub const RASTERIZE_BWD: &str = with_raster!("rasterize_bwd.wgsl");
+pub const RASTERIZE_BWD: &str = with_raster_bwd!("rasterize_bwd_records.wgsl");
+pub const RASTERIZE_BWD_ATOMIC: &str = with_raster_bwd!("rasterize_bwd_atomic.wgsl");
 pub const LOSS: &str = include_str!("shaders/loss.wgsl");
 pub const ADAM: &str = include_str!("shaders/adam.wgsl");
 pub const DENSIFY_STATS: &str = include_str!("shaders/densify_stats.wgsl");
@@ -45,6 +57,8 @@ pub const ALL: &[(&str, &str)] = &[
     ("tile_ranges.wgsl", TILE_RANGES),
     ("rasterize_fwd.wgsl", RASTERIZE_FWD),
     ("rasterize_bwd.wgsl", RASTERIZE_BWD),
+    ("rasterize_bwd_records.wgsl", RASTERIZE_BWD),
+    ("rasterize_bwd_atomic.wgsl", RASTERIZE_BWD_ATOMIC),
     ("loss.wgsl", LOSS),
     ("adam.wgsl", ADAM),
     ("densify_stats.wgsl", DENSIFY_STATS),

@@ -139,11 +139,22 @@ fn close(what: &str, a: &[f32], b: &[f32], rel: f32) {
 
 #[test]
 fn rasterize_backward_matches_reference() {
+    backward_matches_reference(splat_gpu::BackwardSums::Records);
+}
+
+/// The same with compare-and-swap atomics summing per Gaussian (order, hence rounding, varies).
+#[test]
+fn rasterize_backward_with_atomics_matches_reference() {
+    backward_matches_reference(splat_gpu::BackwardSums::Atomic);
+}
+
+fn backward_matches_reference(sums: splat_gpu::BackwardSums) {
     use rand::{Rng, SeedableRng};
     let Some(ctx) = common::context(|_| {}) else {
         return;
     };
-    let raster = GpuRasterize::new(&ctx);
+    let mut raster = GpuRasterize::new(&ctx);
+    raster.sums = sums;
     for (seed, count, w, h) in [(5u64, 500usize, 70u32, 50u32), (6, 4000, 160, 120)] {
         let mut settings = RenderSettings::new(0);
         settings.background = [0.3, 0.1, 0.6];

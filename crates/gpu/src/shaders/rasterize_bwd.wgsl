@@ -1,23 +1,18 @@
-// Rasterize backward, without float atomics and deterministic:
+// Rasterize backward, the per-tile walk shared by both ways of summing per Gaussian (the file composed
+// after this one defines `store_sum`):
 // - `tiles`: a workgroup per tile walks the tile's list back to front (as the reference walks each pixel's
 //   list), each invocation computes its pixel's gradient contributions to the current Gaussian, and the
-//   workgroup sums them (in a fixed order) into one record of 9 values per (tile, Gaussian) intersection:
-//   grad mean2d (2), conic (3), colour (3), opacity (1).
-// - `gather`: an invocation per Gaussian finds its entry in each tile it touches (binary search on
-//   (depth, id), the list's order) and adds the records in tile order, the order the fast CPU path uses.
+//   workgroup sums them (in a fixed order) into 9 values per (tile, Gaussian) intersection: grad mean2d
+//   (2), conic (3), colour (3), opacity (1), handed to `store_sum(entry, value index, sum)`.
+// - `rasterize_bwd_records.wgsl` (the default, deterministic): a record per intersection, then `gather`
+//   sums each Gaussian's records in tile order.
+// - `rasterize_bwd_atomic.wgsl`: compare-and-swap float adds into the Gaussian's gradient (WGSL has no
+//   float atomics); the order of the adds, hence the rounding, varies from run to run.
 
 // `Params` and bindings 0-6 come from `common_raster.wgsl`.
 @group(0) @binding(7) var<storage, read> final_t: array<f32>;
 @group(0) @binding(8) var<storage, read> n_contrib: array<u32>;
 @group(0) @binding(9) var<storage, read> grad_image: array<f32>;
-// 9 values per intersection (cleared to zero before `tiles`).
-@group(0) @binding(10) var<storage, read_write> records: array<f32>;
-// `gather` only.
-@group(0) @binding(11) var<storage, read> radii: array<u32>;
-@group(0) @binding(12) var<storage, read> rects: array<vec4<u32>>;
-@group(0) @binding(13) var<storage, read> depths: array<f32>;
-@group(0) @binding(14) var<storage, read> key_depth: array<u32>;
-@group(0) @binding(15) var<storage, read_write> grads: array<f32>;
 
 const BATCH: u32 = 64u;
 
@@ -120,53 +115,11 @@ fn tiles(
                 for (var k = 0u; k < 16u; k++) {
                     acc += partial[li][k];
                 }
-                records[(range.x + pos - 1u) * 9u + li] = acc;
+                store_sum(range.x + pos - 1u, li, acc);
             }
             // `partial` is next written after the next iteration's first barrier, which every reader
             // above reaches only after reading: no third barrier needed.
         }
         end = start;
-    }
-}
-
-// Position of Gaussian `id` (depth bits `d`) in the sorted list segment [lo, hi).
-fn find(lo_in: u32, hi_in: u32, d: u32, id: u32) -> u32 {
-    var lo = lo_in;
-    var hi = hi_in;
-    while lo < hi {
-        let mid = (lo + hi) / 2u;
-        let kd = key_depth[mid];
-        let ki = ids[mid];
-        if kd < d || (kd == d && ki < id) {
-            lo = mid + 1u;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo;
-}
-
-@compute @workgroup_size(256)
-fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = gid.x + gid.y * nwg.x * 256u;
-    if i >= params.dims.w {
-        return;
-    }
-    var acc = array<f32, 9>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
-    if radii[i] > 0u {
-        let r = rects[i];
-        let d = bitcast<u32>(depths[i]);
-        for (var ty = r.y; ty < r.w; ty++) {
-            for (var tx = r.x; tx < r.z; tx++) {
-                let range = ranges[ty * params.dims.z + tx];
-                let k = find(range.x, range.y, d, i);
-                for (var c = 0u; c < 9u; c++) {
-                    acc[c] += records[k * 9u + c];
-                }
-            }
-        }
-    }
-    for (var c = 0u; c < 9u; c++) {
-        grads[i * 9u + c] = acc[c];
     }
 }

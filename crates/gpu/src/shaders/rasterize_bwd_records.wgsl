@@ -1,0 +1,59 @@
+// Rasterize backward with per-intersection records (composed after `rasterize_bwd.wgsl`): `tiles` stores
+// each intersection's 9 sums, then `gather`, an invocation per Gaussian, finds its entry in each tile it
+// touches (binary search on (depth, id), the list's order) and adds the records in tile order, the order
+// the fast CPU path uses: deterministic, no atomics.
+
+// 9 values per intersection (cleared to zero before `tiles`).
+@group(0) @binding(10) var<storage, read_write> records: array<f32>;
+// `gather` only.
+@group(0) @binding(11) var<storage, read> radii: array<u32>;
+@group(0) @binding(12) var<storage, read> rects: array<vec4<u32>>;
+@group(0) @binding(13) var<storage, read> depths: array<f32>;
+@group(0) @binding(14) var<storage, read> key_depth: array<u32>;
+@group(0) @binding(15) var<storage, read_write> grads: array<f32>;
+
+fn store_sum(entry: u32, c: u32, value: f32) {
+    records[entry * 9u + c] = value;
+}
+
+// Position of Gaussian `id` (depth bits `d`) in the sorted list segment [lo, hi).
+fn find(lo_in: u32, hi_in: u32, d: u32, id: u32) -> u32 {
+    var lo = lo_in;
+    var hi = hi_in;
+    while lo < hi {
+        let mid = (lo + hi) / 2u;
+        let kd = key_depth[mid];
+        let ki = ids[mid];
+        if kd < d || (kd == d && ki < id) {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+@compute @workgroup_size(256)
+fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 256u;
+    if i >= params.dims.w {
+        return;
+    }
+    var acc = array<f32, 9>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    if radii[i] > 0u {
+        let r = rects[i];
+        let d = bitcast<u32>(depths[i]);
+        for (var ty = r.y; ty < r.w; ty++) {
+            for (var tx = r.x; tx < r.z; tx++) {
+                let range = ranges[ty * params.dims.z + tx];
+                let k = find(range.x, range.y, d, i);
+                for (var c = 0u; c < 9u; c++) {
+                    acc[c] += records[k * 9u + c];
+                }
+            }
+        }
+    }
+    for (var c = 0u; c < 9u; c++) {
+        grads[i * 9u + c] = acc[c];
+    }
+}
