@@ -1,11 +1,11 @@
 //! The wgpu backend: one WGSL compute shader per pipeline stage, run on any GPU wgpu reaches (Vulkan,
 //! Metal, DX12) and, for tests, on Mesa's software Vulkan device (lavapipe).
 //!
-//! State (issue 7 is in progress): the device context with adapter selection and limits; every render
-//! stage forward and backward (project + SH, bin: count, prefix sum, radix sort, ranges; rasterize) behind
-//! the stage interface as [`GpuBackend`], which `--backend gpu|auto` uses; kernels for the loss, Adam and
-//! the densification statistics. Each has a parity test against the CPU. Not yet: densification edits
-//! on the device and the resident trainer (blocks of steps per submission). See NOTES.md.
+//! Two ways to train: [`GpuBackend`] runs each stage of the stage interface on the GPU (uploads and
+//! read-backs per call; the host runs the loss, Adam and densification), and [`GpuResident`] keeps the
+//! whole training state, the images and the cameras on the device and runs blocks of steps per submission
+//! (loss, Adam, densification edits there too). Every kernel has a parity test against the CPU. See
+//! NOTES.md.
 
 pub mod adam;
 pub mod backend;

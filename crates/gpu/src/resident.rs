@@ -81,6 +81,18 @@ struct EditParams {
     d: [f32; 4],
 }
 
+/// The smallest intersection list made.
+const MIN_CAPACITY: u32 = 4096;
+
+/// A list for `needed` intersections with a quarter to spare (grown on overflow, shrunk when the steps
+/// need under a third of it).
+fn list_size(needed: u32) -> u32 {
+    needed
+        .saturating_add(needed / 4)
+        .next_multiple_of(1024)
+        .max(MIN_CAPACITY)
+}
+
 /// Status words (see `resident.wgsl`).
 const STATUS_WORDS: usize = 8;
 const HALT_OVERFLOW: u32 = 1;
@@ -163,6 +175,8 @@ pub struct GpuResident {
     unsupported: Option<String>,
     /// The intersection list's first capacity (None: a guess from the Gaussian count).
     initial_capacity: Option<u32>,
+    /// The most intersections a step needed since the list was last resized.
+    most_needed: u32,
     images: Option<Images>,
     scene: Option<Scene>,
     list: Option<List>,
@@ -223,6 +237,7 @@ impl GpuResident {
             k,
             unsupported: None,
             initial_capacity: None,
+            most_needed: 0,
             images: None,
             scene: None,
             list: None,
@@ -761,6 +776,7 @@ impl GpuResident {
             *t = t0 + steps[..done].iter().filter(|s| adam_applies(s, g)).count() as u64;
         }
         let halt = (status[0] != 0).then_some((status[1], status[3]));
+        self.most_needed = self.most_needed.max(status[5]);
         Ok((done, halt))
     }
 }
@@ -1082,7 +1098,7 @@ impl ResidentEngine for GpuResident {
         self.scene = Some(self.build_scene(n, g.sh_degree, params, m, v, adam_steps, stats)?);
         if self.list.is_none() {
             // A first guess; an overflow grows it to what a step needs.
-            let guess = (n as u32).saturating_mul(8).clamp(1 << 12, 1 << 24);
+            let guess = list_size((n as u32).saturating_mul(2));
             self.list = Some(self.make_list(self.initial_capacity.unwrap_or(guess).max(1)));
         }
         Ok(())
@@ -1106,7 +1122,18 @@ impl ResidentEngine for GpuResident {
             let (done, halt) = self.submit(constants, &steps[at..end], out)?;
             at += done;
             match halt {
-                None => {}
+                None => {
+                    // Every step sorts the whole list: shrink one much larger than the steps need.
+                    let capacity = self.capacity();
+                    if self.initial_capacity.is_none()
+                        && capacity > MIN_CAPACITY
+                        && self.most_needed < capacity / 3
+                    {
+                        let size = list_size(self.most_needed);
+                        self.list = Some(self.make_list(size));
+                        self.most_needed = 0;
+                    }
+                }
                 Some((HALT_OVERFLOW, needed)) => {
                     let max = (self.ctx.limits.max_storage_buffer_binding_size / 36) as u32;
                     if needed > max {
@@ -1116,11 +1143,8 @@ impl ResidentEngine for GpuResident {
                             steps[at].step
                         ));
                     }
-                    let grown = needed
-                        .saturating_add(needed / 4)
-                        .next_multiple_of(1024)
-                        .min(max);
-                    self.list = Some(self.make_list(grown));
+                    self.list = Some(self.make_list(list_size(needed).min(max)));
+                    self.most_needed = 0;
                 }
                 Some((HALT_NOT_FINITE, _)) => {
                     out.push(StepOutcome {

@@ -4,7 +4,8 @@
 //
 // status: [0] the step (1-based within the submission) that halted it, 0 while running; [1] why: 1 the
 // intersection list overflowed its capacity, 2 a loss or gradient was not finite; [2] the view of the
-// current step; [3] the intersections needed (overflow); [4] set when a non-finite value is seen.
+// current step; [3] the intersections needed (overflow); [4] set when a non-finite value is seen; [5] the
+// most intersections of any step so far (the host shrinks a list much larger than that).
 
 struct Params {
     // step within the submission, list capacity, Gaussians, training views.
@@ -104,6 +105,7 @@ fn unpack_target(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
 @compute @workgroup_size(1)
 fn check_overflow() {
     let total = counts[params.a.z];
+    atomicMax(&status[5], total);
     if total > params.a.y && atomicLoad(&status[0]) == 0u {
         atomicStore(&status[1], 1u);
         atomicStore(&status[3], total);
