@@ -345,12 +345,15 @@ impl ChosenBackend {
 
     /// The resident engine of this backend (the GPU's), making blocks of training steps run on the
     /// device that holds the state.
-    pub fn resident(&self) -> Option<impl Fn(&[splat_io::dataset::View]) -> Box<dyn ResidentEngine>> {
+    pub fn resident(
+        &self,
+    ) -> Option<impl Fn(&[splat_io::dataset::View]) -> Box<dyn ResidentEngine>> {
         match self {
             ChosenBackend::Gpu(ctx) => {
                 let ctx = ctx.clone();
                 Some(move |views: &[splat_io::dataset::View]| {
-                    Box::new(splat_gpu::GpuResident::new(ctx.clone(), views)) as Box<dyn ResidentEngine>
+                    Box::new(splat_gpu::GpuResident::new(ctx.clone(), views))
+                        as Box<dyn ResidentEngine>
                 })
             }
             _ => None,

@@ -41,7 +41,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut out = [ProjectedGrads::default(), ProjectedGrads::default()];
     let mut times = [Vec::new(), Vec::new()];
     for run in 0..=runs {
-        for (k, sums) in [BackwardSums::Records, BackwardSums::Atomic].into_iter().enumerate() {
+        for (k, sums) in [BackwardSums::Records, BackwardSums::Atomic]
+            .into_iter()
+            .enumerate()
+        {
             raster.sums = sums;
             let t = Instant::now();
             raster.backward(

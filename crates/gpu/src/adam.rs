@@ -168,7 +168,8 @@ impl GpuAdam {
                     contents: bytemuck::bytes_of(&params),
                     usage: wgpu::BufferUsages::UNIFORM,
                 });
-            let part = |b, words| wgpu::BindingResource::Buffer(chunk_binding(b, first, len, words));
+            let part =
+                |b, words| wgpu::BindingResource::Buffer(chunk_binding(b, first, len, words));
             let entries = [
                 (0, uniform.as_entire_binding()),
                 (2, part(group.values, group.width)),

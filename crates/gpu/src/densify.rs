@@ -76,7 +76,14 @@ impl GpuDensifyStats {
             &mut enc,
             &self.pipeline,
             bytemuck::bytes_of(&params),
-            &[(1, &radii), (2, &pg), (3, &acc), (4, &cnt), (5, &mr), (6, &status)],
+            &[
+                (1, &radii),
+                (2, &pg),
+                (3, &acc),
+                (4, &cnt),
+                (5, &mr),
+                (6, &status),
+            ],
             (x, y, 1),
         );
         ctx.queue.submit([enc.finish()]);

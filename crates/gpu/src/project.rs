@@ -141,7 +141,7 @@ pub(crate) fn record_chunked_with(
         let mut entries = vec![wgpu::BindGroupEntry {
             binding: 0,
             resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: &uniform,
+                buffer: uniform,
                 offset: (c * stride) as u64,
                 size: std::num::NonZeroU64::new(block as u64),
             }),

@@ -46,7 +46,11 @@ pub struct RasterInputs<'a> {
     pub colors: &'a wgpu::Buffer,
 }
 
-pub(crate) fn raster_params(grid: &TileGrid, settings: &RenderSettings, gaussians: u32) -> RasterParams {
+pub(crate) fn raster_params(
+    grid: &TileGrid,
+    settings: &RenderSettings,
+    gaussians: u32,
+) -> RasterParams {
     let c = &settings.cutoffs;
     let bg = settings.background;
     RasterParams {

@@ -39,12 +39,13 @@ use crate::densify::StatsParams;
 use crate::kernel::{groups_for, module, record_pass, Kernel};
 use crate::loss::{loss_from_row_sums, LossBuffers};
 use crate::project::{
-    camera_uniform, chunk_len_for, record_chunked_with, uniform_stride, CameraUniform,
-    OUTPUT_WORDS,
+    camera_uniform, chunk_len_for, record_chunked_with, uniform_stride, CameraUniform, OUTPUT_WORDS,
 };
 use crate::rasterize::{raster_params, RasterInputs};
 use crate::scan::{GpuScan, ScanPlan};
-use crate::{GpuAdam, GpuBin, GpuDensifyStats, GpuLoss, GpuProject, GpuProjectBackward, GpuRasterize};
+use crate::{
+    GpuAdam, GpuBin, GpuDensifyStats, GpuLoss, GpuProject, GpuProjectBackward, GpuRasterize,
+};
 
 /// Steps recorded into one submission at most.
 pub const SUBMIT_STEPS: usize = 50;
@@ -564,7 +565,13 @@ impl GpuResident {
             constants.config.lambda_dssim,
         );
         let row_bytes = 3 * grid.height as u64 * 4;
-        enc.copy_buffer_to_buffer(&loss.sums, 0, &self.metrics, s as u64 * row_bytes, row_bytes);
+        enc.copy_buffer_to_buffer(
+            &loss.sums,
+            0,
+            &self.metrics,
+            s as u64 * row_bytes,
+            row_bytes,
+        );
 
         // Backward.
         enc.clear_buffer(&list.records, 0, None);
@@ -1072,12 +1079,7 @@ impl ResidentEngine for GpuResident {
         let n = g.len();
         let mut flat = state.gaussians.clone();
         let params: Vec<wgpu::Buffer> = (0..GROUPS.len())
-            .map(|gi| {
-                ctx.storage_from(
-                    GROUPS[gi],
-                    splat_train::state::group_params(&mut flat, gi),
-                )
-            })
+            .map(|gi| ctx.storage_from(GROUPS[gi], splat_train::state::group_params(&mut flat, gi)))
             .collect();
         let m = state
             .adam
@@ -1114,7 +1116,10 @@ impl ResidentEngine for GpuResident {
             return Err("no state loaded".into());
         }
         if let Some(s) = steps.iter().rev().skip(1).find(|s| s.densify) {
-            return Err(format!("step {} densifies but does not end its block", s.step));
+            return Err(format!(
+                "step {} densifies but does not end its block",
+                s.step
+            ));
         }
         let mut at = 0;
         while at < steps.len() {

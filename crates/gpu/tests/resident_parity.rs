@@ -72,7 +72,10 @@ fn run(t: &mut Trainer<'_>) -> Vec<StepStats> {
 
 fn max_rel(a: &[f32], b: &[f32]) -> f64 {
     assert_eq!(a.len(), b.len());
-    let scale = a.iter().fold(0.0f64, |m, &x| m.max(x.abs() as f64)).max(1e-6);
+    let scale = a
+        .iter()
+        .fold(0.0f64, |m, &x| m.max(x.abs() as f64))
+        .max(1e-6);
     a.iter()
         .zip(b)
         .map(|(&x, &y)| (x as f64 - y as f64).abs() / scale)
@@ -142,16 +145,34 @@ fn a_block_matches_host_steps_from_the_same_state() {
     b.sync();
     let (ga, gb) = (&a.state.gaussians, &b.state.gaussians);
     let groups = [
-        ("means", max_rel(ga.means.as_flattened(), gb.means.as_flattened())),
-        ("sh_dc", max_rel(ga.sh_dc.as_flattened(), gb.sh_dc.as_flattened())),
+        (
+            "means",
+            max_rel(ga.means.as_flattened(), gb.means.as_flattened()),
+        ),
+        (
+            "sh_dc",
+            max_rel(ga.sh_dc.as_flattened(), gb.sh_dc.as_flattened()),
+        ),
         ("sh_rest", max_rel(&ga.sh_rest, &gb.sh_rest)),
         ("opacity", max_rel(&ga.opacity_logits, &gb.opacity_logits)),
-        ("scales", max_rel(ga.log_scales.as_flattened(), gb.log_scales.as_flattened())),
-        ("rotations", max_rel(ga.rotations.as_flattened(), gb.rotations.as_flattened())),
+        (
+            "scales",
+            max_rel(ga.log_scales.as_flattened(), gb.log_scales.as_flattened()),
+        ),
+        (
+            "rotations",
+            max_rel(ga.rotations.as_flattened(), gb.rotations.as_flattened()),
+        ),
         ("means m", max_rel(&a.state.adam[0].m, &b.state.adam[0].m)),
         ("sh_rest v", max_rel(&a.state.adam[2].v, &b.state.adam[2].v)),
-        ("grad_accum", max_rel(&a.state.grad_accum, &b.state.grad_accum)),
-        ("grad_count", max_rel(&a.state.grad_count, &b.state.grad_count)),
+        (
+            "grad_accum",
+            max_rel(&a.state.grad_accum, &b.state.grad_accum),
+        ),
+        (
+            "grad_count",
+            max_rel(&a.state.grad_count, &b.state.grad_count),
+        ),
         ("max_radii", max_rel(&a.state.max_radii, &b.state.max_radii)),
     ];
     eprintln!("worst loss difference {worst:.2e}; state {groups:?}");
@@ -185,22 +206,39 @@ fn a_whole_schedule_runs_on_the_device() {
     assert_eq!(d.len(), 80);
     for (a, b) in h.iter().zip(&d) {
         assert_eq!(a.step, b.step);
-        assert_eq!(a.densified.is_some(), b.densified.is_some(), "step {}", a.step);
+        assert_eq!(
+            a.densified.is_some(),
+            b.densified.is_some(),
+            "step {}",
+            a.step
+        );
         assert_eq!(a.opacity_reset, b.opacity_reset, "step {}", a.step);
         assert!(!b.skipped);
     }
-    let densified: Vec<u64> = d.iter().filter(|s| s.densified.is_some()).map(|s| s.step).collect();
+    let densified: Vec<u64> = d
+        .iter()
+        .filter(|s| s.densified.is_some())
+        .map(|s| s.step)
+        .collect();
     assert_eq!(densified, [30, 45, 60, 75]);
     let tail = |s: &[StepStats]| s[70..].iter().map(|x| x.loss).sum::<f64>() / 10.0;
     let (lh, ld) = (tail(&h), tail(&d));
-    eprintln!("mean loss of the last 10 steps: host {lh:.5}, resident {ld:.5}; Gaussians {} vs {}",
-        host.state.len(), dev.state.len());
+    eprintln!(
+        "mean loss of the last 10 steps: host {lh:.5}, resident {ld:.5}; Gaussians {} vs {}",
+        host.state.len(),
+        dev.state.len()
+    );
     assert!((lh - ld).abs() / lh < 0.05, "{lh} vs {ld}");
     let (nh, nd) = (host.state.len() as f64, dev.state.len() as f64);
     assert!((nh - nd).abs() / nh < 0.1, "{nh} vs {nd}");
     assert_eq!(dev.state.active_sh_degree, 3);
     // Learning (before the first densification and the opacity reset).
-    assert!(d[28].loss < d[0].loss * 0.9, "{} -> {}", d[0].loss, d[28].loss);
+    assert!(
+        d[28].loss < d[0].loss * 0.9,
+        "{} -> {}",
+        d[0].loss,
+        d[28].loss
+    );
 }
 
 /// The engine alone: a list of 64 entries overflows on the first step and is regrown; every step then
@@ -284,7 +322,8 @@ fn the_densification_edit_matches_the_host() {
             cfg.prune_world_scale = 0.05;
         }
         let mut want = host.state.clone();
-        let report = splat_train::densify::densify_and_prune(&mut want, &cfg, ds.scene_extent, step);
+        let report =
+            splat_train::densify::densify_and_prune(&mut want, &cfg, ds.scene_extent, step);
         let mut e = GpuResident::new(ctx.clone(), &ds.train);
         e.load(&host.state).unwrap();
         let constants = BlockConstants {
@@ -295,14 +334,27 @@ fn the_densification_edit_matches_the_host() {
         let got_report = e.densify(&constants, step).unwrap();
         let mut got = host.state.clone();
         e.store(&mut got).unwrap();
-        eprintln!("late {late}: {report:?}, {} -> {}", host.state.len(), want.len());
+        eprintln!(
+            "late {late}: {report:?}, {} -> {}",
+            host.state.len(),
+            want.len()
+        );
         assert_eq!(got_report, report);
-        assert!(report.cloned > 0 && report.split > 0 && report.pruned > 0, "{report:?}");
+        assert!(
+            report.cloned > 0 && report.split > 0 && report.pruned > 0,
+            "{report:?}"
+        );
         assert_eq!(got.len(), want.len());
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         let (g, w) = (&got.gaussians, &want.gaussians);
-        assert_eq!(bits(g.log_scales.as_flattened()), bits(w.log_scales.as_flattened()));
-        assert_eq!(bits(g.rotations.as_flattened()), bits(w.rotations.as_flattened()));
+        assert_eq!(
+            bits(g.log_scales.as_flattened()),
+            bits(w.log_scales.as_flattened())
+        );
+        assert_eq!(
+            bits(g.rotations.as_flattened()),
+            bits(w.rotations.as_flattened())
+        );
         assert_eq!(bits(&g.opacity_logits), bits(&w.opacity_logits));
         assert_eq!(bits(&g.sh_rest), bits(&w.sh_rest));
         assert_eq!(bits(g.sh_dc.as_flattened()), bits(w.sh_dc.as_flattened()));
@@ -320,7 +372,12 @@ fn the_densification_edit_matches_the_host() {
             .fold(0.0f32, f32::max);
         eprintln!("largest mean difference {worst:.2e}");
         assert!(worst < 1e-4, "{worst}");
-        assert!(got.grad_accum.iter().chain(&got.grad_count).chain(&got.max_radii).all(|&v| v == 0.0));
+        assert!(got
+            .grad_accum
+            .iter()
+            .chain(&got.grad_count)
+            .chain(&got.max_radii)
+            .all(|&v| v == 0.0));
     }
 }
 

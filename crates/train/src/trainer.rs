@@ -257,7 +257,10 @@ impl<'a> Trainer<'a> {
             "sync at step {} inside a block (set_sync_every bounds blocks)",
             self.state.step
         );
-        let engine = self.resident.as_mut().expect("only blocks leave the host behind");
+        let engine = self
+            .resident
+            .as_mut()
+            .expect("only blocks leave the host behind");
         if let Err(e) = engine.store(&mut self.state) {
             panic!("reading the state back from {} failed: {e}", engine.name());
         }
@@ -267,7 +270,9 @@ impl<'a> Trainer<'a> {
     /// The SH degree iteration `it` renders with, given the degree before it.
     fn degree_at(&self, it: u64, before: usize) -> usize {
         let cfg = &self.cfg;
-        if cfg.sh_degree_interval > 0 && it.is_multiple_of(cfg.sh_degree_interval) && before < cfg.sh_degree
+        if cfg.sh_degree_interval > 0
+            && it.is_multiple_of(cfg.sh_degree_interval)
+            && before < cfg.sh_degree
         {
             before + 1
         } else {
@@ -296,7 +301,8 @@ impl<'a> Trainer<'a> {
                 && cfg.densify_interval > 0
                 && it.is_multiple_of(cfg.densify_interval);
             let reset_opacity = stats
-                && ((cfg.opacity_reset_interval > 0 && it.is_multiple_of(cfg.opacity_reset_interval))
+                && ((cfg.opacity_reset_interval > 0
+                    && it.is_multiple_of(cfg.opacity_reset_interval))
                     || (white && it == cfg.densify_from));
             steps.push(PlannedStep {
                 step: it,

@@ -63,7 +63,9 @@ mod tests {
     #[test]
     fn seeds_and_epochs_differ() {
         let order = |seed, epoch: u64| -> Vec<u32> {
-            (0..20).map(|p| view_for_draw(seed, epoch * 20 + p, 20)).collect()
+            (0..20)
+                .map(|p| view_for_draw(seed, epoch * 20 + p, 20))
+                .collect()
         };
         assert_ne!(order(1, 0), order(2, 0));
         assert_ne!(order(1, 0), order(1, 1));
