@@ -87,7 +87,10 @@ impl GpuAdam {
         }
         let k = step_constants(lr, (beta1, beta2), step);
         let align = (ctx.limits.min_storage_buffer_offset_alignment as usize / 4).max(64);
-        let max = (ctx.limits.max_storage_buffer_binding_size as usize / 4) / align * align;
+        let max = (ctx.limits.max_storage_buffer_binding_size as usize / 4)
+            .min(ctx.max_dispatch_invocations())
+            / align
+            * align;
         let chunk = max.max(align);
         let layout = self.pipeline.get_bind_group_layout(0);
         for first in (0..len).step_by(chunk) {
@@ -147,7 +150,11 @@ impl GpuAdam {
         step: u64,
     ) {
         let k = step_constants(lr, betas, step);
-        let chunk = crate::project::chunk_len_for(ctx, group.stride.max(group.width));
+        // Whole Gaussians whose bindings fit, and whose elements one dispatch covers.
+        let unit = (ctx.limits.min_storage_buffer_offset_alignment as usize).max(256);
+        let by_dispatch = (ctx.max_dispatch_invocations() / group.width.max(1)) / unit * unit;
+        let chunk = crate::project::chunk_len_for(ctx, group.stride.max(group.width))
+            .min(by_dispatch.max(unit));
         let layout = pipeline.get_bind_group_layout(0);
         for first in (0..n).step_by(chunk) {
             let len = chunk.min(n - first);

@@ -225,6 +225,13 @@ impl GpuContext {
         Ok(out)
     }
 
+    /// Invocations of 256-wide workgroups one 2D dispatch can cover.
+    pub fn max_dispatch_invocations(&self) -> usize {
+        let max = self.limits.max_compute_workgroups_per_dimension.max(1) as usize;
+        max.saturating_mul(max)
+            .saturating_mul(crate::kernel::WORKGROUP as usize)
+    }
+
     /// Workgroup counts `(x, y)` covering `groups` workgroups within the per-dimension limit; shaders
     /// index with `gid.x + gid.y * num_workgroups.x * WORKGROUP` and skip what lies past the end.
     pub fn dispatch_size(&self, groups: u32) -> (u32, u32) {

@@ -69,6 +69,22 @@ pub fn record_pass(
     buffers: &[(u32, &wgpu::Buffer)],
     groups: (u32, u32, u32),
 ) {
+    let bindings: Vec<(u32, wgpu::BindingResource)> = buffers
+        .iter()
+        .map(|&(binding, b)| (binding, b.as_entire_binding()))
+        .collect();
+    record_pass_with(ctx, enc, pipeline, params, bindings, groups);
+}
+
+/// [`record_pass`] with any binding resources (e.g. sub-ranges of buffers).
+pub fn record_pass_with(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    pipeline: &wgpu::ComputePipeline,
+    params: &[u8],
+    bindings: Vec<(u32, wgpu::BindingResource)>,
+    groups: (u32, u32, u32),
+) {
     let uniform = ctx
         .device
         .create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -80,10 +96,11 @@ pub fn record_pass(
         binding: 0,
         resource: uniform.as_entire_binding(),
     }];
-    entries.extend(buffers.iter().map(|&(binding, b)| wgpu::BindGroupEntry {
-        binding,
-        resource: b.as_entire_binding(),
-    }));
+    entries.extend(
+        bindings
+            .into_iter()
+            .map(|(binding, resource)| wgpu::BindGroupEntry { binding, resource }),
+    );
     let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: None,
         layout: &pipeline.get_bind_group_layout(0),

@@ -36,10 +36,11 @@ use splat_train::TrainState;
 use crate::bin::bits_for;
 use crate::context::{GpuContext, GpuError};
 use crate::densify::StatsParams;
-use crate::kernel::{groups_for, module, record_pass, Kernel};
+use crate::kernel::{groups_for, module, record_pass, record_pass_with, Kernel};
 use crate::loss::{loss_from_row_sums, LossBuffers};
 use crate::project::{
-    camera_uniform, chunk_len_for, record_chunked_with, uniform_stride, CameraUniform, OUTPUT_WORDS,
+    camera_uniform, chunk_binding, chunk_len_for, record_chunked_with, uniform_stride,
+    CameraUniform, OUTPUT_WORDS,
 };
 use crate::rasterize::{raster_params, RasterInputs};
 use crate::scan::{GpuScan, ScanPlan};
@@ -634,12 +635,34 @@ impl GpuResident {
         );
 
         // Finite or halt; then what changes the state.
-        book(
-            enc,
-            &self.k.check,
-            &[(1, status), (11, &scene.packed_grads), (12, &loss.sums)],
-            groups_for(n),
-        );
+        // In chunks of Gaussians whose packed gradients fit a binding; the first also checks the loss.
+        for first in (0..scene.n).step_by(scene.backward_chunk) {
+            let len = scene.backward_chunk.min(scene.n - first);
+            let mut q = p;
+            q.a[2] = len as u32;
+            q.d[0] = if first == 0 { 3 * grid.height } else { 0 };
+            let (x, y) = ctx.dispatch_size(groups_for(len as u32));
+            record_pass_with(
+                ctx,
+                enc,
+                self.k.check.pipeline(),
+                bytemuck::bytes_of(&q),
+                vec![
+                    (1, status.as_entire_binding()),
+                    (
+                        11,
+                        wgpu::BindingResource::Buffer(chunk_binding(
+                            &scene.packed_grads,
+                            first,
+                            len,
+                            grad_stride,
+                        )),
+                    ),
+                    (12, loss.sums.as_entire_binding()),
+                ],
+                (x, y, 1),
+            );
+        }
         book(enc, &self.k.commit, &[(1, status)], 1);
         if step.stats {
             let sp = StatsParams {
@@ -939,7 +962,8 @@ impl GpuResident {
         let over_budget = cfg
             .max_gaussians
             .is_some_and(|cap| n + candidates as usize > cap);
-        if over_budget || new_n as u64 * widest > max || new_n == 0 {
+        // The edit binds whole groups, old and new.
+        if over_budget || n.max(new_n) as u64 * widest > max || new_n == 0 {
             return self.densify_on_host(constants, step);
         }
         // Clones and splits among the candidates, for the report.

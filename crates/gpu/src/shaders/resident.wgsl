@@ -128,7 +128,8 @@ fn finite(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
 }
 
-// Per Gaussian, its packed parameter gradients; invocation 0 also the loss's row sums.
+// Per Gaussian of this chunk (a.z of them, the binding starting at the chunk), its packed parameter
+// gradients; invocation 0 also the loss's row sums (d.x of them: 0 but in the first chunk).
 @compute @workgroup_size(256)
 fn check_finite(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = index(gid, nwg);
