@@ -135,8 +135,12 @@ struct List {
 }
 
 /// The state on the device and the buffers sized by its Gaussian count.
+/// The work buffers (projection, tile counts, gradients) and statistics hold `capacity` Gaussians, of
+/// which the first `n` are the scene: a densification reuses them while the count fits. Parameters and
+/// moments hold `n` (the edit writes a new set from the old one).
 struct Scene {
     n: usize,
+    capacity: usize,
     rest: usize,
     stored_degree: usize,
     /// Parameters, first and second moments, in [`GROUPS`] order.
@@ -475,7 +479,7 @@ impl GpuResident {
             groups_for(n),
         );
         self.scan
-            .record_planned(ctx, enc, &scene.counts, &scene.count_scan);
+            .record_planned(ctx, enc, &scene.counts, &scene.count_scan, n + 1);
         book(enc, &self.k.overflow, &[(1, status), (8, &scene.counts)], 1);
         let (mut a, mut b) = (&list.a, &list.b);
         book(
@@ -509,7 +513,8 @@ impl GpuResident {
                 &[(1, &a[0]), (2, &a[1]), (4, &list.zeros)],
                 groups_for(c + 1),
             );
-            self.scan.record_planned(ctx, enc, &list.zeros, &list.scan);
+            self.scan
+                .record_planned(ctx, enc, &list.zeros, &list.scan, c + 1);
             self.bin.scatter.dispatch(
                 ctx,
                 enc,
@@ -812,8 +817,9 @@ impl GpuResident {
 }
 
 impl GpuResident {
-    /// The scene for `n` Gaussians of `degree` with these parameter, moment and statistics buffers (in
-    /// [`GROUPS`] order), and new work buffers sized for `n`.
+    /// The scene for `n` Gaussians of `degree` with these parameters and moments (in [`GROUPS`] order),
+    /// zero statistics, and the work buffers of `old` when they hold `n` (else new ones with room to
+    /// grow).
     #[allow(clippy::too_many_arguments)]
     fn build_scene(
         &self,
@@ -823,7 +829,7 @@ impl GpuResident {
         m: Vec<wgpu::Buffer>,
         v: Vec<wgpu::Buffer>,
         adam_steps: [u64; 6],
-        stats: [wgpu::Buffer; 3],
+        old: Option<Scene>,
     ) -> Result<Scene, String> {
         let ctx = &*self.ctx;
         if n == 0 {
@@ -831,16 +837,62 @@ impl GpuResident {
         }
         let rest = 3 * ((degree + 1) * (degree + 1) - 1);
         let grad_stride = 14 + rest;
-        let max = ctx.limits.max_storage_buffer_binding_size;
-        if (n * 9 * 4) as u64 > max {
+        // The widest whole-bound per-Gaussian buffer: the projected gradients, 36 bytes.
+        let most = (ctx.limits.max_storage_buffer_binding_size / 36) as usize;
+        if n > most {
             return Err(format!(
-                "{n} Gaussians exceed the resident path's per-binding limit ({max} bytes)"
+                "{n} Gaussians exceed the resident path's per-binding limit ({} bytes)",
+                ctx.limits.max_storage_buffer_binding_size
             ));
         }
-        let projected = OUTPUT_WORDS
-            .iter()
-            .map(|&w| ctx.storage("projected", (n * w * 4) as u64))
-            .collect();
+        type Work = (
+            usize,
+            Vec<wgpu::Buffer>,
+            wgpu::Buffer,
+            ScanPlan,
+            wgpu::Buffer,
+            wgpu::Buffer,
+            [wgpu::Buffer; 3],
+        );
+        let reused: Option<Work> = old.filter(|o| o.capacity >= n && o.rest == rest).map(|o| {
+            (
+                o.capacity,
+                o.projected,
+                o.counts,
+                o.count_scan,
+                o.projected_grads,
+                o.packed_grads,
+                o.stats,
+            )
+        });
+        let (capacity, projected, counts, count_scan, projected_grads, packed_grads, stats) =
+            match reused {
+                Some(w) => w,
+                None => {
+                    let cap = (n + n / 2).min(most);
+                    (
+                        cap,
+                        OUTPUT_WORDS
+                            .iter()
+                            .map(|&w| ctx.storage("projected", (cap * w * 4) as u64))
+                            .collect(),
+                        ctx.storage("tile counts", (cap as u64 + 1) * 4),
+                        ScanPlan::new(ctx, cap as u32 + 1),
+                        ctx.storage("projected grads", (cap * 9 * 4) as u64),
+                        ctx.storage("parameter grads", (cap * grad_stride * 4) as u64),
+                        [0, 1, 2].map(|_| ctx.storage("densification statistics", cap as u64 * 4)),
+                    )
+                }
+            };
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("statistics"),
+            });
+        for b in &stats {
+            enc.clear_buffer(b, 0, None);
+        }
+        ctx.queue.submit([enc.finish()]);
         let project_chunk = GpuProject::chunk_len(ctx, rest);
         let backward_chunk = chunk_len_for(ctx, grad_stride);
         let (pc, bc) = (n.div_ceil(project_chunk), n.div_ceil(backward_chunk));
@@ -861,6 +913,7 @@ impl GpuResident {
             .collect();
         Ok(Scene {
             n,
+            capacity,
             rest,
             stored_degree: degree,
             params,
@@ -868,10 +921,10 @@ impl GpuResident {
             v,
             adam_steps,
             projected,
-            counts: ctx.storage("tile counts", (n as u64 + 1) * 4),
-            count_scan: ScanPlan::new(ctx, n as u32 + 1),
-            projected_grads: ctx.storage("projected grads", (n * 9 * 4) as u64),
-            packed_grads: ctx.storage("parameter grads", (n * grad_stride * 4) as u64),
+            counts,
+            count_scan,
+            projected_grads,
+            packed_grads,
             stats,
             project_chunk,
             backward_chunk,
@@ -947,7 +1000,8 @@ impl GpuResident {
         );
         let plan = ScanPlan::new(&ctx, n as u32 + 1);
         for k in &keeps {
-            self.scan.record_planned(&ctx, &mut enc, k, &plan);
+            self.scan
+                .record_planned(&ctx, &mut enc, k, &plan, n as u32 + 1);
         }
         let totals = ctx.storage("densify totals", 16);
         for (i, k) in keeps.iter().enumerate() {
@@ -1024,13 +1078,9 @@ impl GpuResident {
             v.push(dv);
         }
         ctx.queue.submit([enc.finish()]);
-        let stats = [0, 1, 2].map(|_| {
-            let b = ctx.storage("densification statistics", new_n as u64 * 4);
-            ctx.queue.write_buffer(&b, 0, &vec![0u8; new_n * 4]);
-            b
-        });
-        let (degree, steps) = (scene.stored_degree, scene.adam_steps);
-        self.scene = Some(self.build_scene(new_n, degree, params, m, v, steps, stats)?);
+        let old = self.scene.take().expect("state loaded");
+        let (degree, steps) = (old.stored_degree, old.adam_steps);
+        self.scene = Some(self.build_scene(new_n, degree, params, m, v, steps, Some(old))?);
         Ok(DensifyReport {
             cloned,
             split,
@@ -1119,9 +1169,20 @@ impl ResidentEngine for GpuResident {
         for (t, a) in adam_steps.iter_mut().zip(&state.adam) {
             *t = a.step;
         }
-        let stats = [&state.grad_accum, &state.grad_count, &state.max_radii]
-            .map(|s| ctx.storage_from("densification statistics", s));
-        self.scene = Some(self.build_scene(n, g.sh_degree, params, m, v, adam_steps, stats)?);
+        let old = self.scene.take();
+        let scene = self.build_scene(n, g.sh_degree, params, m, v, adam_steps, old)?;
+        for (b, s) in
+            scene
+                .stats
+                .iter()
+                .zip([&state.grad_accum, &state.grad_count, &state.max_radii])
+        {
+            if s.len() != n {
+                return Err(format!("{} statistics for {n} Gaussians", s.len()));
+            }
+            ctx.queue.write_buffer(b, 0, bytemuck::cast_slice(s));
+        }
+        self.scene = Some(scene);
         if self.list.is_none() {
             // A first guess; an overflow grows it to what a step needs.
             let guess = list_size((n as u32).saturating_mul(2));

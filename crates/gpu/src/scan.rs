@@ -9,8 +9,8 @@ pub struct GpuScan {
     add_offsets: Kernel,
 }
 
-/// The block-total buffers of every level of a scan of `n` values, made once and reused (the resident
-/// trainer scans the same sizes every step).
+/// The block-total buffers of every level of a scan of up to `n` values, made once and reused (the
+/// resident trainer scans the same sizes every step).
 pub struct ScanPlan {
     n: u32,
     levels: Vec<wgpu::Buffer>,
@@ -50,18 +50,21 @@ impl GpuScan {
         n: u32,
     ) {
         let plan = ScanPlan::new(ctx, n);
-        self.record_planned(ctx, enc, data, &plan);
+        self.record_planned(ctx, enc, data, &plan, n);
     }
 
-    /// Records the exclusive scan of the first `plan.n` values of `data` with `plan`'s buffers.
+    /// Records the exclusive scan of the first `n` values of `data` with `plan`'s buffers (`n` at most
+    /// the plan's size).
     pub fn record_planned(
         &self,
         ctx: &GpuContext,
         enc: &mut wgpu::CommandEncoder,
         data: &wgpu::Buffer,
         plan: &ScanPlan,
+        n: u32,
     ) {
-        self.level(ctx, enc, data, plan.n, &plan.levels);
+        assert!(n <= plan.n, "a scan of {n} with a plan for {}", plan.n);
+        self.level(ctx, enc, data, n, &plan.levels);
     }
 
     fn level(
