@@ -9,6 +9,9 @@
 //! one that resets opacities applies none to opacities, and the last iteration applies none. The result
 //! is the model the original saves at its last iteration, which it does before that iteration's
 //! densification, so the last iteration does not densify or reset either.
+//!
+//! With a [`ResidentEngine`] ([`Trainer::with_resident`]) the same steps run in blocks on the device
+//! that holds the state; `step` returns them one at a time and [`Trainer::sync`] reads the state back.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -147,7 +150,7 @@ pub struct Trainer<'a> {
     step_radii: Vec<f32>,
     /// Runs blocks of steps on a device holding the state (see [`crate::resident`]).
     resident: Option<Box<dyn ResidentEngine + 'a>>,
-    /// The device's state is `state` (false after a host step changed it).
+    /// The device holds `state` (false until the first block loads it).
     device_current: bool,
     /// `state` is the device's (false after a block ran; [`Trainer::sync`] copies it back).
     host_current: bool,
@@ -246,8 +249,9 @@ impl<'a> Trainer<'a> {
     }
 
     /// Makes `state` current: after resident blocks, copies the device's state back (parameters,
-    /// moments, statistics). A device failure here is fatal, as in the backends.
-    /// Only between blocks: the device is at the end of its block, so `pending` must be empty.
+    /// moments, statistics). Only between blocks ([`Trainer::block_done`]): the device is at the end of
+    /// its block. A device failure here is fatal, as in the backends. With an engine, `state` is read
+    /// only: changes to it do not reach the device.
     pub fn sync(&mut self) {
         if self.host_current {
             return;
@@ -331,14 +335,13 @@ impl<'a> Trainer<'a> {
             self.device_current = true;
         }
         let mut outcomes: Vec<StepOutcome> = Vec::with_capacity(steps.len());
-        let t = Instant::now();
         if let Err(e) = engine.run_block(&constants, &steps, &mut outcomes) {
             panic!("a block of steps on {} failed: {e}", engine.name());
         }
         self.host_current = false;
-        let per_step = t.elapsed() / outcomes.len().max(1) as u32;
         for (o, &degree) in outcomes.iter().zip(&degrees) {
-            let mut stats = StepStats {
+            // One submission runs many steps: there are no per-stage times (`times` stays zero).
+            let stats = StepStats {
                 step: o.step,
                 loss: o.loss,
                 l1: o.l1,
@@ -350,8 +353,6 @@ impl<'a> Trainer<'a> {
                 opacity_reset: o.opacity_reset,
                 ..Default::default()
             };
-            // The device reports no per-stage times: the block's wall time, shared.
-            stats.times.rasterize_forward = per_step;
             if o.skipped {
                 self.skipped_steps += 1;
                 self.consecutive_skips += 1;
