@@ -252,7 +252,15 @@ impl GpuRasterize {
                 (grid.tiles_x, grid.tiles_y, 1),
             );
         } else {
-            let records = ctx.storage("intersection records", total as u64 * 36);
+            let record_bytes = total as u64 * 36;
+            if record_bytes > ctx.limits.max_storage_buffer_binding_size {
+                return Err(GpuError::TooLarge {
+                    what: "the rasterize backward's intersection records",
+                    bytes: record_bytes,
+                    limit: ctx.limits.max_storage_buffer_binding_size,
+                });
+            }
+            let records = ctx.storage("intersection records", record_bytes);
             let radii = ctx.storage_from("radii", &projected.radii);
             let rects = ctx.storage_from("rects", &rect_words(projected));
             let depths = up("depths", &projected.depths);

@@ -1185,7 +1185,8 @@ impl ResidentEngine for GpuResident {
         self.scene = Some(scene);
         if self.list.is_none() {
             // A first guess; an overflow grows it to what a step needs.
-            let guess = list_size((n as u32).saturating_mul(2));
+            let most = (ctx.limits.max_storage_buffer_binding_size / 36) as u32;
+            let guess = list_size((n as u32).saturating_mul(2)).min(most);
             self.list = Some(self.make_list(self.initial_capacity.unwrap_or(guess).max(1)));
         }
         Ok(())
