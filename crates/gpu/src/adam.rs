@@ -4,7 +4,7 @@
 use wgpu::util::DeviceExt;
 
 use crate::context::{GpuContext, GpuError};
-use crate::kernel::{groups_for, module};
+use crate::kernel::{groups_for, module, Recorder};
 use crate::project::chunk_binding;
 
 #[repr(C)]
@@ -74,7 +74,7 @@ impl GpuAdam {
     pub fn record(
         &self,
         ctx: &GpuContext,
-        enc: &mut wgpu::CommandEncoder,
+        enc: &mut dyn Recorder,
         bufs: &AdamBuffers<'_>,
         len: usize,
         lr: f64,
@@ -124,14 +124,8 @@ impl GpuAdam {
                 layout: &layout,
                 entries: &entries,
             });
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("adam"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&self.pipeline);
-            pass.set_bind_group(0, &bind, &[]);
             let (x, y) = ctx.dispatch_size(groups_for(n as u32));
-            pass.dispatch_workgroups(x, y, 1);
+            enc.pass(&self.pipeline, &bind, (x, y, 1));
         }
     }
 
@@ -140,7 +134,7 @@ impl GpuAdam {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn record_packed(
         ctx: &GpuContext,
-        enc: &mut wgpu::CommandEncoder,
+        enc: &mut dyn Recorder,
         pipeline: &wgpu::ComputePipeline,
         group: &PackedGroup<'_>,
         n: usize,
@@ -191,14 +185,8 @@ impl GpuAdam {
                 layout: &layout,
                 entries: &entries,
             });
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("adam (packed)"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(pipeline);
-            pass.set_bind_group(0, &bind, &[]);
             let (x, y) = ctx.dispatch_size(groups_for((len * group.width) as u32));
-            pass.dispatch_workgroups(x, y, 1);
+            enc.pass(pipeline, &bind, (x, y, 1));
         }
     }
 

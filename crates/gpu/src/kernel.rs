@@ -6,6 +6,166 @@ use wgpu::util::DeviceExt;
 
 use crate::context::GpuContext;
 
+/// Where recorded GPU work goes: a command encoder, or a list of operations replayed later (the
+/// resident trainer records the parts of a step that do not change once, then replays them every step).
+pub trait Recorder {
+    fn pass(
+        &mut self,
+        pipeline: &wgpu::ComputePipeline,
+        bind: &wgpu::BindGroup,
+        groups: (u32, u32, u32),
+    );
+    fn copy(
+        &mut self,
+        src: &wgpu::Buffer,
+        src_offset: u64,
+        dst: &wgpu::Buffer,
+        dst_offset: u64,
+        size: u64,
+    );
+    fn clear(&mut self, buffer: &wgpu::Buffer);
+    /// A place for work recorded per use (only a list has them).
+    fn hole(&mut self, id: u32);
+}
+
+impl Recorder for wgpu::CommandEncoder {
+    fn pass(
+        &mut self,
+        pipeline: &wgpu::ComputePipeline,
+        bind: &wgpu::BindGroup,
+        groups: (u32, u32, u32),
+    ) {
+        let mut pass = self.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: None,
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, bind, &[]);
+        pass.dispatch_workgroups(groups.0, groups.1, groups.2);
+    }
+    fn copy(
+        &mut self,
+        src: &wgpu::Buffer,
+        src_offset: u64,
+        dst: &wgpu::Buffer,
+        dst_offset: u64,
+        size: u64,
+    ) {
+        self.copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size);
+    }
+    fn clear(&mut self, buffer: &wgpu::Buffer) {
+        self.clear_buffer(buffer, 0, None);
+    }
+    fn hole(&mut self, id: u32) {
+        unreachable!("hole {id} recorded straight into an encoder");
+    }
+}
+
+/// A recorded operation (see [`Recorder`]).
+#[derive(Clone, Debug)]
+pub enum Op {
+    Pass {
+        pipeline: wgpu::ComputePipeline,
+        bind: wgpu::BindGroup,
+        groups: (u32, u32, u32),
+    },
+    Copy {
+        src: wgpu::Buffer,
+        src_offset: u64,
+        dst: wgpu::Buffer,
+        dst_offset: u64,
+        size: u64,
+    },
+    Clear(wgpu::Buffer),
+    Hole(u32),
+}
+
+impl Recorder for Vec<Op> {
+    fn pass(
+        &mut self,
+        pipeline: &wgpu::ComputePipeline,
+        bind: &wgpu::BindGroup,
+        groups: (u32, u32, u32),
+    ) {
+        self.push(Op::Pass {
+            pipeline: pipeline.clone(),
+            bind: bind.clone(),
+            groups,
+        });
+    }
+    fn copy(
+        &mut self,
+        src: &wgpu::Buffer,
+        src_offset: u64,
+        dst: &wgpu::Buffer,
+        dst_offset: u64,
+        size: u64,
+    ) {
+        self.push(Op::Copy {
+            src: src.clone(),
+            src_offset,
+            dst: dst.clone(),
+            dst_offset,
+            size,
+        });
+    }
+    fn clear(&mut self, buffer: &wgpu::Buffer) {
+        self.push(Op::Clear(buffer.clone()));
+    }
+    fn hole(&mut self, id: u32) {
+        self.push(Op::Hole(id));
+    }
+}
+
+/// Records `ops` into `enc`, calling `fill` at each hole. Consecutive dispatches share one compute pass
+/// (wgpu orders them by their buffer usage as it does separate passes).
+pub fn replay(
+    ops: &[Op],
+    enc: &mut wgpu::CommandEncoder,
+    mut fill: impl FnMut(&mut wgpu::CommandEncoder, u32),
+) {
+    let mut at = 0;
+    while at < ops.len() {
+        let run = ops[at..]
+            .iter()
+            .take_while(|op| matches!(op, Op::Pass { .. }))
+            .count();
+        if run > 0 {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: None,
+                timestamp_writes: None,
+            });
+            for op in &ops[at..at + run] {
+                if let Op::Pass {
+                    pipeline,
+                    bind,
+                    groups,
+                } = op
+                {
+                    pass.set_pipeline(pipeline);
+                    pass.set_bind_group(0, bind, &[]);
+                    pass.dispatch_workgroups(groups.0, groups.1, groups.2);
+                }
+            }
+            at += run;
+            continue;
+        }
+        match &ops[at] {
+            Op::Copy {
+                src,
+                src_offset,
+                dst,
+                dst_offset,
+                size,
+            } => enc.copy_buffer_to_buffer(src, *src_offset, dst, *dst_offset, *size),
+            Op::Clear(b) => enc.clear_buffer(b, 0, None),
+            Op::Hole(id) => fill(enc, *id),
+            Op::Pass { .. } => unreachable!("taken above"),
+        }
+        at += 1;
+    }
+}
+
 /// Invocations per workgroup of every 1D kernel here.
 pub const WORKGROUP: u32 = 256;
 
@@ -42,7 +202,7 @@ impl Kernel {
     pub fn dispatch(
         &self,
         ctx: &GpuContext,
-        enc: &mut wgpu::CommandEncoder,
+        enc: &mut dyn Recorder,
         params: [u32; 4],
         buffers: &[(u32, &wgpu::Buffer)],
         groups: u32,
@@ -63,7 +223,7 @@ impl Kernel {
 /// storage bindings, `groups` workgroups.
 pub fn record_pass(
     ctx: &GpuContext,
-    enc: &mut wgpu::CommandEncoder,
+    enc: &mut dyn Recorder,
     pipeline: &wgpu::ComputePipeline,
     params: &[u8],
     buffers: &[(u32, &wgpu::Buffer)],
@@ -79,7 +239,7 @@ pub fn record_pass(
 /// [`record_pass`] with any binding resources (e.g. sub-ranges of buffers).
 pub fn record_pass_with(
     ctx: &GpuContext,
-    enc: &mut wgpu::CommandEncoder,
+    enc: &mut dyn Recorder,
     pipeline: &wgpu::ComputePipeline,
     params: &[u8],
     bindings: Vec<(u32, wgpu::BindingResource)>,
@@ -106,13 +266,7 @@ pub fn record_pass_with(
         layout: &pipeline.get_bind_group_layout(0),
         entries: &entries,
     });
-    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-        label: None,
-        timestamp_writes: None,
-    });
-    pass.set_pipeline(pipeline);
-    pass.set_bind_group(0, &bind, &[]);
-    pass.dispatch_workgroups(groups.0, groups.1, groups.2);
+    enc.pass(pipeline, &bind, groups);
 }
 
 /// Workgroups for `n` invocations.

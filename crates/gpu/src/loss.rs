@@ -6,7 +6,7 @@
 use splat_train::loss::{gaussian_taps, LossValue, SSIM_C1, SSIM_C2};
 
 use crate::context::{GpuContext, GpuError};
-use crate::kernel::{module, record_pass};
+use crate::kernel::{module, record_pass, Recorder};
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
@@ -86,7 +86,7 @@ impl GpuLoss {
     pub(crate) fn record(
         &self,
         ctx: &GpuContext,
-        e: &mut wgpu::CommandEncoder,
+        e: &mut dyn Recorder,
         rb: &wgpu::Buffer,
         tb: &wgpu::Buffer,
         bufs: &LossBuffers,
@@ -163,7 +163,7 @@ impl GpuLoss {
             ((h as u32).div_ceil(64), 1, 1),
         );
         // The coefficients are planes 3..12 of `maps`: blur a copy.
-        e.copy_buffer_to_buffer(maps, 3 * plane, coeffs, 0, 9 * plane);
+        e.copy(maps, 3 * plane, coeffs, 0, 9 * plane);
         pass(
             ctx,
             e,
@@ -250,7 +250,7 @@ impl LossBuffers {
 /// One pass of the loss with `params` as its uniform.
 fn pass(
     ctx: &GpuContext,
-    enc: &mut wgpu::CommandEncoder,
+    enc: &mut dyn Recorder,
     pipeline: &wgpu::ComputePipeline,
     params: &LossParams,
     bindings: &[(u32, &wgpu::Buffer)],

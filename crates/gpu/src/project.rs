@@ -11,6 +11,7 @@ use splat_render::sh::active_coeffs;
 use splat_render::{Projected, RenderSettings};
 
 use crate::context::{GpuContext, GpuError};
+use crate::kernel::Recorder;
 
 const WORKGROUP: u32 = 256;
 
@@ -87,7 +88,7 @@ pub(crate) fn camera_uniform(
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn record_chunked(
     ctx: &GpuContext,
-    enc: &mut wgpu::CommandEncoder,
+    enc: &mut dyn Recorder,
     pipeline: &wgpu::ComputePipeline,
     layout: &wgpu::BindGroupLayout,
     n: usize,
@@ -124,7 +125,7 @@ pub(crate) fn uniform_stride(ctx: &GpuContext) -> usize {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn record_chunked_with(
     ctx: &GpuContext,
-    enc: &mut wgpu::CommandEncoder,
+    enc: &mut dyn Recorder,
     pipeline: &wgpu::ComputePipeline,
     layout: &wgpu::BindGroupLayout,
     n: usize,
@@ -167,14 +168,8 @@ pub(crate) fn record_chunked_with(
             layout,
             entries: &entries,
         });
-        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: None,
-            timestamp_writes: None,
-        });
-        pass.set_pipeline(pipeline);
-        pass.set_bind_group(0, &bind, &[]);
         let (x, y) = ctx.dispatch_size((len as u32).div_ceil(WORKGROUP));
-        pass.dispatch_workgroups(x, y, 1);
+        enc.pass(pipeline, &bind, (x, y, 1));
     }
 }
 

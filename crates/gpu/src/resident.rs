@@ -36,7 +36,9 @@ use splat_train::TrainState;
 use crate::bin::bits_for;
 use crate::context::{GpuContext, GpuError};
 use crate::densify::StatsParams;
-use crate::kernel::{groups_for, module, record_pass, record_pass_with, Kernel};
+use crate::kernel::{
+    groups_for, module, record_pass, record_pass_with, replay, Kernel, Op, Recorder,
+};
 use crate::loss::{loss_from_row_sums, LossBuffers};
 use crate::project::{
     camera_uniform, chunk_binding, chunk_len_for, record_chunked_with, uniform_stride,
@@ -94,6 +96,12 @@ fn list_size(needed: u32) -> u32 {
         .next_multiple_of(1024)
         .max(MIN_CAPACITY)
 }
+
+/// Where a step's template leaves room for work that differs per step.
+const HOLE_SELECT: u32 = 0;
+const HOLE_OVERFLOW: u32 = 1;
+const HOLE_METRICS: u32 = 2;
+const HOLE_TAIL: u32 = 3;
 
 /// Status words (see `resident.wgsl`).
 const STATUS_WORDS: usize = 8;
@@ -183,6 +191,10 @@ pub struct GpuResident {
     initial_capacity: Option<u32>,
     /// The most intersections a step needed since the list was last resized.
     most_needed: u32,
+    /// The parts of a step that do not change, for the current scene and list (see `record_step`).
+    template: Option<Vec<Op>>,
+    /// Host seconds spent recording steps (the template's replays and holes).
+    recording: f64,
     images: Option<Images>,
     scene: Option<Scene>,
     list: Option<List>,
@@ -244,6 +256,8 @@ impl GpuResident {
             unsupported: None,
             initial_capacity: None,
             most_needed: 0,
+            template: None,
+            recording: 0.0,
             images: None,
             scene: None,
             list: None,
@@ -267,6 +281,7 @@ impl GpuResident {
     pub fn with_initial_capacity(mut self, capacity: u32) -> Self {
         self.initial_capacity = Some(capacity);
         self.list = None;
+        self.template = None;
         self
     }
 
@@ -350,21 +365,24 @@ impl GpuResident {
         }
     }
 
-    /// Records step `s` of a submission.
-    #[allow(clippy::too_many_arguments)]
+    /// Records a step. With `only: None`, the parts that are the same for every step (the template,
+    /// made once per scene and list and replayed), with a hole ([`Recorder::hole`]) where step-specific
+    /// work goes; with `at: Some((s, step, adam_steps))` and `only: Some(hole)`, that hole's work for
+    /// step `s` of the submission.
     fn record_step(
         &self,
-        enc: &mut wgpu::CommandEncoder,
-        s: usize,
-        step: &PlannedStep,
+        enc: &mut dyn Recorder,
         constants: &BlockConstants,
-        adam_steps: &mut [u64; 6],
+        at: Option<(usize, &PlannedStep, &mut [u64; 6])>,
+        only: Option<u32>,
     ) {
+        let (s, draw, degree) = at
+            .as_ref()
+            .map_or((0, 0, 0), |(s, step, _)| (*s, step.draw, step.sh_degree));
         let ctx = &*self.ctx;
         let images = self.images.as_ref().expect("views uploaded");
         let scene = self.scene.as_ref().expect("state loaded");
         let list = self.list.as_ref().expect("list made");
-        let loss = self.loss_bufs.as_ref().expect("views uploaded");
         let grid = &images.grid;
         let n = scene.n as u32;
         let tiles = grid.num_tiles() as u32;
@@ -373,13 +391,13 @@ impl GpuResident {
         let project_chunks = scene.n.div_ceil(scene.project_chunk);
         let backward_chunks = scene.n.div_ceil(scene.backward_chunk);
         let grad_stride = 14 + scene.rest;
-        let coeffs = active_coeffs(step.sh_degree, scene.stored_degree) as u32;
+        let coeffs = active_coeffs(degree, scene.stored_degree) as u32;
         let p = BookParams {
             a: [s as u32, list.capacity, n, images.views],
             b: [
                 constants.config.seed as u32,
                 (constants.config.seed >> 32) as u32,
-                step.draw as u32,
+                draw as u32,
                 tiles,
             ],
             c: [
@@ -390,7 +408,7 @@ impl GpuResident {
             ],
             d: [3 * grid.height, coeffs, 0, 0],
         };
-        let book = |enc: &mut wgpu::CommandEncoder,
+        let book = |enc: &mut dyn Recorder,
                     kernel: &Kernel,
                     bindings: &[(u32, &wgpu::Buffer)],
                     groups: u32| {
@@ -406,22 +424,68 @@ impl GpuResident {
         };
         let status = &self.status;
 
-        // The view, its camera blocks and its target image.
-        book(
-            enc,
-            &self.k.select,
-            &[
-                (1, status),
-                (2, &images.cameras),
-                (3, &scene.block_counts),
-                (4, &scene.staging),
-            ],
-            1,
-        );
+        match only {
+            None => {
+                enc.hole(HOLE_SELECT);
+                self.record_after_select(enc, constants, p);
+            }
+            Some(HOLE_SELECT) => book(
+                enc,
+                &self.k.select,
+                &[
+                    (1, status),
+                    (2, &images.cameras),
+                    (3, &scene.block_counts),
+                    (4, &scene.staging),
+                ],
+                1,
+            ),
+            Some(HOLE_OVERFLOW) => {
+                book(enc, &self.k.overflow, &[(1, status), (8, &scene.counts)], 1)
+            }
+            Some(hole) => self.record_late_hole(enc, constants, at, hole, p),
+        }
+    }
+
+    /// The template from the select hole on (see [`Self::record_step`]).
+    fn record_after_select(
+        &self,
+        enc: &mut dyn Recorder,
+        constants: &BlockConstants,
+        p: BookParams,
+    ) {
+        let ctx = &*self.ctx;
+        let images = self.images.as_ref().expect("views uploaded");
+        let scene = self.scene.as_ref().expect("state loaded");
+        let list = self.list.as_ref().expect("list made");
+        let loss = self.loss_bufs.as_ref().expect("views uploaded");
+        let grid = &images.grid;
+        let n = scene.n as u32;
+        let tiles = grid.num_tiles() as u32;
+        let pixels = grid.width * grid.height;
+        let project_chunks = scene.n.div_ceil(scene.project_chunk);
+        let backward_chunks = scene.n.div_ceil(scene.backward_chunk);
+        let grad_stride = 14 + scene.rest;
+        let status = &self.status;
+        let book = |enc: &mut dyn Recorder,
+                    kernel: &Kernel,
+                    bindings: &[(u32, &wgpu::Buffer)],
+                    groups: u32| {
+            let (x, y) = ctx.dispatch_size(groups);
+            record_pass(
+                ctx,
+                enc,
+                kernel.pipeline(),
+                bytemuck::bytes_of(&p),
+                bindings,
+                (x, y, 1),
+            );
+        };
+        // The view's camera blocks (written by the select hole) into the uniforms, its target image.
         let stride = uniform_stride(ctx) as u64;
         let project_bytes = project_chunks as u64 * stride;
-        enc.copy_buffer_to_buffer(&scene.staging, 0, &scene.project_uniform, 0, project_bytes);
-        enc.copy_buffer_to_buffer(
+        enc.copy(&scene.staging, 0, &scene.project_uniform, 0, project_bytes);
+        enc.copy(
             &scene.staging,
             project_bytes,
             &scene.backward_uniform,
@@ -470,7 +534,7 @@ impl GpuResident {
         );
 
         // Bin into the capacity-sized list.
-        enc.clear_buffer(&scene.counts, 0, None);
+        enc.clear(&scene.counts);
         self.bin.count.dispatch(
             ctx,
             enc,
@@ -480,7 +544,7 @@ impl GpuResident {
         );
         self.scan
             .record_planned(ctx, enc, &scene.counts, &scene.count_scan, n + 1);
-        book(enc, &self.k.overflow, &[(1, status), (8, &scene.counts)], 1);
+        enc.hole(HOLE_OVERFLOW);
         let (mut a, mut b) = (&list.a, &list.b);
         book(
             enc,
@@ -532,7 +596,7 @@ impl GpuResident {
             );
             std::mem::swap(&mut a, &mut b);
         }
-        enc.clear_buffer(&self.ranges, 0, None);
+        enc.clear(&self.ranges);
         self.bin.ranges.dispatch(
             ctx,
             enc,
@@ -542,7 +606,8 @@ impl GpuResident {
         );
 
         // Rasterize and the loss.
-        let mut settings = RenderSettings::new(step.sh_degree);
+        // The SH degree is the projection's business; rasterizing reads the background and cut-offs.
+        let mut settings = RenderSettings::new(0);
         settings.background = constants.background;
         let inputs = RasterInputs {
             ranges: &self.ranges,
@@ -570,17 +635,10 @@ impl GpuResident {
             loss,
             constants.config.lambda_dssim,
         );
-        let row_bytes = 3 * grid.height as u64 * 4;
-        enc.copy_buffer_to_buffer(
-            &loss.sums,
-            0,
-            &self.metrics,
-            s as u64 * row_bytes,
-            row_bytes,
-        );
+        enc.hole(HOLE_METRICS);
 
         // Backward.
-        enc.clear_buffer(&list.records, 0, None);
+        enc.clear(&list.records);
         let mut tiles_b = inputs.bindings().to_vec();
         tiles_b.extend([
             (7, &self.final_t),
@@ -668,7 +726,49 @@ impl GpuResident {
                 (x, y, 1),
             );
         }
-        book(enc, &self.k.commit, &[(1, status)], 1);
+        enc.hole(HOLE_TAIL);
+    }
+
+    /// The metrics and tail holes of step `s` (see [`Self::record_step`]): its loss rows into the block's
+    /// metrics; the finite check's commit, statistics, opacity reset and Adam.
+    fn record_late_hole(
+        &self,
+        enc: &mut dyn Recorder,
+        constants: &BlockConstants,
+        at: Option<(usize, &PlannedStep, &mut [u64; 6])>,
+        hole: u32,
+        p: BookParams,
+    ) {
+        let ctx = &*self.ctx;
+        let (s, step, adam_steps) = at.expect("a step");
+        let images = self.images.as_ref().expect("views uploaded");
+        let scene = self.scene.as_ref().expect("state loaded");
+        let loss = self.loss_bufs.as_ref().expect("views uploaded");
+        let grid = &images.grid;
+        let n = scene.n as u32;
+        let grad_stride = 14 + scene.rest;
+        let status = &self.status;
+        if hole == HOLE_METRICS {
+            let row_bytes = 3 * grid.height as u64 * 4;
+            enc.copy(
+                &loss.sums,
+                0,
+                &self.metrics,
+                s as u64 * row_bytes,
+                row_bytes,
+            );
+            return;
+        }
+        assert_eq!(hole, HOLE_TAIL, "hole {hole}");
+        record_pass(
+            ctx,
+            enc,
+            self.k.commit.pipeline(),
+            bytemuck::bytes_of(&p),
+            &[(1, status)],
+            (1, 1, 1),
+        );
+        let radii = &scene.projected[3];
         if step.stats {
             let sp = StatsParams {
                 n: [n, 0, 0, 0],
@@ -731,7 +831,7 @@ impl GpuResident {
     }
 
     /// Records the opacity reset of `scene` (skipped by a halted step).
-    fn record_reset(&self, enc: &mut wgpu::CommandEncoder, scene: &Scene) {
+    fn record_reset(&self, enc: &mut dyn Recorder, scene: &Scene) {
         let ctx = &*self.ctx;
         let p = EditParams {
             a: [scene.n as u32, 0, 0, 0],
@@ -772,10 +872,21 @@ impl GpuResident {
                 label: Some("resident block"),
             });
         let mut adam_steps = start_steps;
-        for (s, step) in steps.iter().enumerate() {
-            self.record_step(&mut enc, s, step, constants, &mut adam_steps);
+        if self.template.is_none() {
+            let mut ops = Vec::new();
+            self.record_step(&mut ops, constants, None, None);
+            self.template = Some(ops);
         }
-        ctx.queue.submit([enc.finish()]);
+        let t0 = std::time::Instant::now();
+        let template = self.template.as_ref().expect("made above");
+        for (s, step) in steps.iter().enumerate() {
+            replay(template, &mut enc, |enc, hole| {
+                self.record_step(enc, constants, Some((s, step, &mut adam_steps)), Some(hole));
+            });
+        }
+        let cb = enc.finish();
+        self.recording += t0.elapsed().as_secs_f64();
+        ctx.queue.submit([cb]);
         // The read-backs: the status and the block's loss row sums.
         let status: Vec<u32> = ctx.read(&self.status, STATUS_WORDS).map_err(gpu_err)?;
         let images = self.images.as_ref().expect("views uploaded");
@@ -1080,6 +1191,7 @@ impl GpuResident {
         ctx.queue.submit([enc.finish()]);
         let old = self.scene.take().expect("state loaded");
         let (degree, steps) = (old.stored_degree, old.adam_steps);
+        self.template = None;
         self.scene = Some(self.build_scene(new_n, degree, params, m, v, steps, Some(old))?);
         Ok(DensifyReport {
             cloned,
@@ -1144,6 +1256,10 @@ impl ResidentEngine for GpuResident {
         self.unsupported.clone()
     }
 
+    fn recording_seconds(&self) -> f64 {
+        self.recording
+    }
+
     fn load(&mut self, state: &TrainState) -> Result<(), String> {
         if let Some(why) = &self.unsupported {
             return Err(why.clone());
@@ -1182,11 +1298,13 @@ impl ResidentEngine for GpuResident {
             }
             ctx.queue.write_buffer(b, 0, bytemuck::cast_slice(s));
         }
+        self.template = None;
         self.scene = Some(scene);
         if self.list.is_none() {
             // A first guess; an overflow grows it to what a step needs.
             let most = (ctx.limits.max_storage_buffer_binding_size / 36) as u32;
             let guess = list_size((n as u32).saturating_mul(2)).min(most);
+            self.template = None;
             self.list = Some(self.make_list(self.initial_capacity.unwrap_or(guess).max(1)));
         }
         Ok(())
@@ -1221,6 +1339,7 @@ impl ResidentEngine for GpuResident {
                         && self.most_needed < capacity / 3
                     {
                         let size = list_size(self.most_needed);
+                        self.template = None;
                         self.list = Some(self.make_list(size));
                         self.most_needed = 0;
                     }
@@ -1234,6 +1353,7 @@ impl ResidentEngine for GpuResident {
                             steps[at].step
                         ));
                     }
+                    self.template = None;
                     self.list = Some(self.make_list(list_size(needed).min(max)));
                     self.most_needed = 0;
                 }

@@ -2,7 +2,7 @@
 //! memory, block totals scanned recursively, offsets added back.
 
 use crate::context::GpuContext;
-use crate::kernel::{groups_for, module, Kernel, WORKGROUP};
+use crate::kernel::{groups_for, module, Kernel, Recorder, WORKGROUP};
 
 pub struct GpuScan {
     scan_blocks: Kernel,
@@ -42,13 +42,7 @@ impl GpuScan {
     }
 
     /// Records the exclusive scan of the first `n` values of `data` in place.
-    pub fn record(
-        &self,
-        ctx: &GpuContext,
-        enc: &mut wgpu::CommandEncoder,
-        data: &wgpu::Buffer,
-        n: u32,
-    ) {
+    pub fn record(&self, ctx: &GpuContext, enc: &mut dyn Recorder, data: &wgpu::Buffer, n: u32) {
         let plan = ScanPlan::new(ctx, n);
         self.record_planned(ctx, enc, data, &plan, n);
     }
@@ -58,7 +52,7 @@ impl GpuScan {
     pub fn record_planned(
         &self,
         ctx: &GpuContext,
-        enc: &mut wgpu::CommandEncoder,
+        enc: &mut dyn Recorder,
         data: &wgpu::Buffer,
         plan: &ScanPlan,
         n: u32,
@@ -70,7 +64,7 @@ impl GpuScan {
     fn level(
         &self,
         ctx: &GpuContext,
-        enc: &mut wgpu::CommandEncoder,
+        enc: &mut dyn Recorder,
         data: &wgpu::Buffer,
         n: u32,
         sums: &[wgpu::Buffer],

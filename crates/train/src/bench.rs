@@ -67,6 +67,8 @@ pub struct ResidentBench {
     pub steps: u64,
     pub its_per_second: f64,
     pub ms_per_step: f64,
+    /// Host time spent recording the steps' device work.
+    pub recording_ms_per_step: f64,
 }
 
 /// Times `opts.steps` steps run as resident blocks on `engine` after `opts.warmup` (a block of their
@@ -102,6 +104,7 @@ pub fn run_resident(
         trainer.step().map_err(|e| e.to_string())?;
     }
     trainer.set_sync_every(opts.warmup + opts.steps);
+    let recorded = trainer.resident_recording_seconds();
     let t = std::time::Instant::now();
     for _ in 0..opts.steps {
         trainer.step().map_err(|e| e.to_string())?;
@@ -113,6 +116,7 @@ pub fn run_resident(
         steps: opts.steps,
         its_per_second: steps / wall,
         ms_per_step: wall / steps * 1e3,
+        recording_ms_per_step: (trainer.resident_recording_seconds() - recorded) / steps * 1e3,
     })
 }
 
@@ -346,8 +350,8 @@ pub fn format_table(r: &BenchReport) -> String {
     if let Some(res) = &r.resident {
         s += &format!(
             "resident blocks ({}): {} steps, {:.2} ms = {:.2} it/s (state, images and cameras on the \
-             device; loss and Adam there too)\n",
-            res.engine, res.steps, res.ms_per_step, res.its_per_second
+             device; loss and Adam there too); host recording {:.2} ms per step\n",
+            res.engine, res.steps, res.ms_per_step, res.its_per_second, res.recording_ms_per_step
         );
     }
     s

@@ -79,6 +79,11 @@ pub trait ResidentEngine: Send {
     /// Whether blocks can run for this configuration (e.g. every training view the same size); when not,
     /// the reason, and the trainer runs every step on the host.
     fn unsupported(&self) -> Option<String>;
+    /// Host seconds spent recording device work so far (for benchmarks: a fast device must not wait
+    /// on its host).
+    fn recording_seconds(&self) -> f64 {
+        0.0
+    }
     /// Makes the device's state `state` (parameters, moments with their step counts, statistics).
     fn load(&mut self, state: &TrainState) -> Result<(), String>;
     /// Runs `steps` in order and appends one outcome per step. A step with a non-finite loss or gradient

@@ -233,6 +233,13 @@ impl<'a> Trainer<'a> {
         Ok(())
     }
 
+    /// Host seconds the resident engine spent recording device work.
+    pub fn resident_recording_seconds(&self) -> f64 {
+        self.resident
+            .as_deref()
+            .map_or(0.0, |e| e.recording_seconds())
+    }
+
     /// The resident engine's name, when blocks run on one.
     pub fn resident_name(&self) -> Option<&str> {
         self.resident.as_deref().map(|e| e.name())
