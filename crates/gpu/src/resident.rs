@@ -1,25 +1,26 @@
 //! The resident trainer on the GPU ([`GpuResident`], a [`ResidentEngine`]): parameters, Adam moments,
 //! densification statistics, every training image (RGB8 packed in a u32) and every camera live on the
-//! device, and one submission runs a block of training steps:
+//! device, and one submission runs up to [`SUBMIT_STEPS`] training steps:
 //!
 //! per step: draw the view and write its camera blocks and target image (`resident.wgsl`); project; count
 //! tile intersections and scan; check the list's capacity; pad, emit and sort the list; tile ranges;
 //! rasterize; loss; rasterize backward; project backward; check the gradients are finite; densification
-//! statistics; Adam (the per-step constants, learning rate and bias corrections, are known to the host
-//! when it records the block).
+//! statistics; opacity reset when due; Adam (the per-step constants, learning rate and bias corrections,
+//! are known to the host when it records the block). A densification ends the block: the edit
+//! (`densify_edit.wgsl`) runs on the device and the host learns the new Gaussian count.
 //!
 //! Static shapes: the intersection list has a capacity, not the step's size, so every dispatch of a step
 //! has a size fixed when the block is recorded. Entries past the step's intersections are padding keys
 //! that sort last and belong to no tile. A step whose list would not fit, or whose loss or gradients are
-//! not finite, *halts* the block: it and every later step of the submission change nothing (the
-//! state-changing kernels read the status word). After the submission the host reads back the only
-//! things it must: the status (4 words) and the block's loss row sums (3 x height floats per step, for the
-//! loss, L1, SSIM and PSNR it reports). On an overflow it grows the list to the size the status reports
-//! and records the rest of the block again from the halted step, so results never depend on the capacity;
-//! a non-finite step is reported skipped and the block resumes after it.
+//! not finite, *halts* the submission: it and every later step change nothing (the state-changing
+//! kernels read the status word). After the submission the host reads back the only things it must: the
+//! status (8 words) and the loss row sums (3 x height floats per step, for the loss, L1, SSIM and PSNR it
+//! reports). On an overflow it grows the list to the size the status reports and records the rest again
+//! from the halted step, so results never depend on the capacity; a non-finite step is reported skipped
+//! and the submission resumes after it.
 //!
-//! Host work per submission is recording (bind groups are made per dispatch as in the per-stage path;
-//! caching them per scene is a known next step) and these two read-backs.
+//! Recording: the part of a step that is the same every step is recorded once per scene and list as a
+//! list of operations with holes for the per-step work (`record_step`), and replayed per step.
 
 use std::sync::Arc;
 
@@ -193,6 +194,8 @@ pub struct GpuResident {
     most_needed: u32,
     /// The parts of a step that do not change, for the current scene and list (see `record_step`).
     template: Option<Vec<Op>>,
+    /// The background and loss weight the template was recorded with.
+    template_key: ([f32; 3], f64),
     /// Host seconds spent recording steps (the template's replays and holes).
     recording: f64,
     images: Option<Images>,
@@ -257,6 +260,7 @@ impl GpuResident {
             initial_capacity: None,
             most_needed: 0,
             template: None,
+            template_key: ([0.0; 3], 0.0),
             recording: 0.0,
             images: None,
             scene: None,
@@ -872,10 +876,13 @@ impl GpuResident {
                 label: Some("resident block"),
             });
         let mut adam_steps = start_steps;
-        if self.template.is_none() {
+        // The template holds the background and the loss weight too.
+        let key = (constants.background, constants.config.lambda_dssim);
+        if self.template.is_none() || self.template_key != key {
             let mut ops = Vec::new();
             self.record_step(&mut ops, constants, None, None);
             self.template = Some(ops);
+            self.template_key = key;
         }
         let t0 = std::time::Instant::now();
         let template = self.template.as_ref().expect("made above");
