@@ -98,6 +98,9 @@ fn list_size(needed: u32) -> u32 {
         .max(MIN_CAPACITY)
 }
 
+/// Buffers the training images may be split over (bindings of `unpack_target`).
+const IMAGE_PARTS: usize = 4;
+
 /// Where a step's template leaves room for work that differs per step.
 const HOLE_SELECT: u32 = 0;
 const HOLE_OVERFLOW: u32 = 1;
@@ -126,8 +129,10 @@ struct Kernels {
 struct Images {
     grid: TileGrid,
     views: u32,
-    /// RGB8 per pixel, view after view.
-    packed: wgpu::Buffer,
+    /// RGB8 per pixel, view after view, [`IMAGE_PARTS`] buffers of `views_per_part` views (unused ones
+    /// are 16 bytes) so that more images than one binding holds can stay on the device.
+    packed: Vec<wgpu::Buffer>,
+    views_per_part: u32,
     lut: wgpu::Buffer,
     /// 8 words of 16 bytes per view: the camera block with zero counts.
     cameras: wgpu::Buffer,
@@ -310,11 +315,12 @@ impl GpuResident {
         let grid = TileGrid::new(w, h);
         let pixels = w as usize * h as usize;
         let max = ctx.limits.max_storage_buffer_binding_size;
-        let bytes = (views.len() * pixels * 4) as u64;
-        if bytes > max {
+        let per_part = (max / (pixels as u64 * 4)).min(views.len() as u64) as usize;
+        if per_part == 0 || views.len().div_ceil(per_part) > IMAGE_PARTS {
             return Err(format!(
-                "the {} training images need {bytes} bytes on the device, beyond one binding of {max}",
-                views.len()
+                "the {} training images need {} bytes on the device, beyond {IMAGE_PARTS} bindings of {max}",
+                views.len(),
+                views.len() * pixels * 4
             ));
         }
         if grid.tiles_x > ctx.limits.max_compute_workgroups_per_dimension
@@ -322,14 +328,23 @@ impl GpuResident {
         {
             return Err("the tile grid exceeds the device's workgroups per dimension".into());
         }
-        let mut packed = Vec::with_capacity(views.len() * pixels);
-        for v in views {
-            packed.extend(
-                v.image
-                    .data
-                    .chunks_exact(3)
-                    .map(|p| p[0] as u32 | (p[1] as u32) << 8 | (p[2] as u32) << 16),
-            );
+        let mut packed: Vec<wgpu::Buffer> = views
+            .chunks(per_part)
+            .map(|part| {
+                let words: Vec<u32> = part
+                    .iter()
+                    .flat_map(|v| {
+                        v.image
+                            .data
+                            .chunks_exact(3)
+                            .map(|p| p[0] as u32 | (p[1] as u32) << 8 | (p[2] as u32) << 16)
+                    })
+                    .collect();
+                ctx.storage_from("training images", &words)
+            })
+            .collect();
+        while packed.len() < IMAGE_PARTS {
+            packed.push(ctx.storage("no images", 16));
         }
         let lut: Vec<f32> = (0..256).map(|v| v as f32 / 255.0).collect();
         let mut cameras: Vec<CameraUniform> = Vec::with_capacity(views.len());
@@ -341,7 +356,8 @@ impl GpuResident {
         self.images = Some(Images {
             grid,
             views: views.len() as u32,
-            packed: ctx.storage_from("training images", &packed),
+            packed,
+            views_per_part: per_part as u32,
             lut: ctx.storage_from("image values", &lut),
             cameras: ctx.storage_from("cameras", &cameras),
         });
@@ -410,7 +426,7 @@ impl GpuResident {
                 pixels,
                 grad_stride as u32,
             ],
-            d: [3 * grid.height, coeffs, 0, 0],
+            d: [3 * grid.height, coeffs, images.views_per_part, 0],
         };
         let book = |enc: &mut dyn Recorder,
                     kernel: &Kernel,
@@ -501,9 +517,12 @@ impl GpuResident {
             &self.k.unpack,
             &[
                 (1, status),
-                (5, &images.packed),
+                (5, &images.packed[0]),
                 (6, &images.lut),
                 (7, &self.target),
+                (13, &images.packed[1]),
+                (14, &images.packed[2]),
+                (15, &images.packed[3]),
             ],
             groups_for(pixels),
         );

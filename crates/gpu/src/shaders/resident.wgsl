@@ -15,7 +15,7 @@ struct Params {
     // camera blocks to write, 16-byte words between blocks, pixels per image, floats per Gaussian of the
     // packed parameter gradients.
     c: vec4<u32>,
-    // loss row sums (3 x height), active SH coefficients of the step, unused x2.
+    // loss row sums (3 x height), active SH coefficients of the step, views per image part, unused.
     d: vec4<u32>,
 }
 
@@ -26,8 +26,9 @@ struct Params {
 // Per camera block to write, its counts word (the active SH coefficients come from the parameters).
 @group(0) @binding(3) var<storage, read> block_counts: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read_write> blocks: array<vec4<u32>>;
-// The training images, RGB8 packed in one u32 per pixel, and their value table (v / 255 as the host
-// computes it, so the targets are bitwise the host's).
+// The training images, RGB8 packed in one u32 per pixel, in up to four parts of d.z views (bindings 5,
+// 13, 14, 15), and their value table (v / 255 as the host computes it, so the targets are bitwise the
+// host's).
 @group(0) @binding(5) var<storage, read> images: array<u32>;
 @group(0) @binding(6) var<storage, read> lut: array<f32>;
 @group(0) @binding(7) var<storage, read_write> target_img: array<f32>;
@@ -36,6 +37,9 @@ struct Params {
 @group(0) @binding(10) var<storage, read_write> key_depth: array<u32>;
 @group(0) @binding(11) var<storage, read> packed_grads: array<f32>;
 @group(0) @binding(12) var<storage, read> row_sums: array<f32>;
+@group(0) @binding(13) var<storage, read> images_1: array<u32>;
+@group(0) @binding(14) var<storage, read> images_2: array<u32>;
+@group(0) @binding(15) var<storage, read> images_3: array<u32>;
 
 fn index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * 256u;
@@ -95,7 +99,24 @@ fn unpack_target(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     if p >= pixels {
         return;
     }
-    let word = images[atomicLoad(&status[2]) * pixels + p];
+    let v = atomicLoad(&status[2]);
+    let part = v / params.d.z;
+    let at = (v - part * params.d.z) * pixels + p;
+    var word: u32;
+    switch part {
+        case 0u: {
+            word = images[at];
+        }
+        case 1u: {
+            word = images_1[at];
+        }
+        case 2u: {
+            word = images_2[at];
+        }
+        default: {
+            word = images_3[at];
+        }
+    }
     for (var c = 0u; c < 3u; c++) {
         target_img[3u * p + c] = lut[(word >> (8u * c)) & 255u];
     }
