@@ -362,8 +362,9 @@ pub fn train_run_parallel(
                 trainer.set_sync_every(cfg.checkpoint_every);
                 if is_root {
                     eprintln!(
-                        "resident: steps run in blocks of up to {} on {}",
+                        "resident: steps run in blocks of up to {} (about {} s each) on {}",
                         crate::trainer::BLOCK_STEPS,
+                        crate::trainer::BLOCK_SECONDS,
                         trainer.resident_name().unwrap_or("the device")
                     );
                 }

@@ -160,10 +160,16 @@ pub struct Trainer<'a> {
     sync_every: u64,
     /// A block hit the consecutive-skip limit: returned once its earlier steps have been.
     diverged: Option<Diverged>,
+    /// Steps the next block may run (from the last block's time per step, at most [`BLOCK_STEPS`]).
+    block_steps: u64,
 }
 
 /// Longest block of resident steps the trainer plans.
 pub const BLOCK_STEPS: u64 = 100;
+
+/// Wall time a resident block aims at: long enough to amortize the host's part, short enough for
+/// progress to show on a slow device (blocks never change results: see `crates/gpu/tests`).
+pub const BLOCK_SECONDS: f64 = 2.0;
 
 impl<'a> Trainer<'a> {
     /// Starts from the initial points.
@@ -215,6 +221,7 @@ impl<'a> Trainer<'a> {
             pending: VecDeque::new(),
             sync_every: 0,
             diverged: None,
+            block_steps: 10,
         }
     }
 
@@ -292,7 +299,8 @@ impl<'a> Trainer<'a> {
     }
 
     /// Plans and runs the block starting at the next iteration, queueing its steps in `pending`: up to
-    /// [`BLOCK_STEPS`] steps, ending after a densification or at a multiple of `sync_every`. Each step is
+    /// [`BLOCK_STEPS`] steps (fewer while a step takes long: about [`BLOCK_SECONDS`] a block), ending
+    /// after a densification or at a multiple of `sync_every`. Each step is
     /// planned as [`Trainer::step`] would run it on the host.
     fn run_resident_block(&mut self) {
         let cfg = &self.cfg;
@@ -302,7 +310,7 @@ impl<'a> Trainer<'a> {
         let mut degree = self.state.active_sh_degree;
         let mut degrees = Vec::new();
         let mut it = first;
-        while it <= cfg.iterations && it - first < BLOCK_STEPS {
+        while it <= cfg.iterations && it - first < self.block_steps {
             degree = self.degree_at(it, degree);
             degrees.push(degree);
             let last = it >= cfg.iterations;
@@ -342,9 +350,12 @@ impl<'a> Trainer<'a> {
             self.device_current = true;
         }
         let mut outcomes: Vec<StepOutcome> = Vec::with_capacity(steps.len());
+        let t = Instant::now();
         if let Err(e) = engine.run_block(&constants, &steps, &mut outcomes) {
             panic!("a block of steps on {} failed: {e}", engine.name());
         }
+        let per_step = t.elapsed().as_secs_f64() / steps.len() as f64;
+        self.block_steps = ((BLOCK_SECONDS / per_step.max(1e-9)) as u64).clamp(1, BLOCK_STEPS);
         self.host_current = false;
         for (o, &degree) in outcomes.iter().zip(&degrees) {
             // One submission runs many steps: there are no per-stage times (`times` stays zero).
