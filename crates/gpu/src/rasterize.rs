@@ -252,15 +252,16 @@ impl GpuRasterize {
                 (grid.tiles_x, grid.tiles_y, 1),
             );
         } else {
-            let record_bytes = total as u64 * 36;
-            if record_bytes > ctx.limits.max_storage_buffer_binding_size {
+            // Three planes of 3 values per intersection, each its own binding.
+            let plane_bytes = total as u64 * 12;
+            if plane_bytes > ctx.limits.max_storage_buffer_binding_size {
                 return Err(GpuError::TooLarge {
                     what: "the rasterize backward's intersection records",
-                    bytes: record_bytes,
+                    bytes: plane_bytes,
                     limit: ctx.limits.max_storage_buffer_binding_size,
                 });
             }
-            let records = ctx.storage("intersection records", record_bytes);
+            let records = [0, 1, 2].map(|_| ctx.storage("intersection records", plane_bytes));
             let radii = ctx.storage_from("radii", &projected.radii);
             let rects = ctx.storage_from("rects", &rect_words(projected));
             let depths = up("depths", &projected.depths);
@@ -270,18 +271,22 @@ impl GpuRasterize {
                 .map(|&id| projected.depths[id as usize].to_bits())
                 .collect();
             let keys = ctx.storage_from("key depth", &key_depth);
-            tiles_bindings.push((10, &records));
+            tiles_bindings.extend([(10, &records[0]), (16, &records[1]), (17, &records[2])]);
             let gather_bindings = [
                 (1, inputs.ranges),
                 (2, inputs.ids),
-                (10, &records),
+                (10, &records[0]),
+                (16, &records[1]),
+                (17, &records[2]),
                 (11, &radii),
                 (12, &rects),
                 (13, &depths),
                 (14, &keys),
                 (15, &grads),
             ];
-            enc.clear_buffer(&records, 0, None);
+            for r in &records {
+                enc.clear_buffer(r, 0, None);
+            }
             record_pass(
                 ctx,
                 &mut enc,

@@ -145,7 +145,8 @@ struct List {
     b: [wgpu::Buffer; 3],
     zeros: wgpu::Buffer,
     scan: ScanPlan,
-    records: wgpu::Buffer,
+    /// The rasterize backward's 9 values per entry, three planes of 3.
+    records: [wgpu::Buffer; 3],
 }
 
 /// The state on the device and the buffers sized by its Gaussian count.
@@ -381,7 +382,7 @@ impl GpuResident {
             b: [make("key tile"), make("key depth"), make("ids")],
             zeros: ctx.storage("radix zeros", (c + 1) * 4),
             scan: ScanPlan::new(ctx, capacity + 1),
-            records: ctx.storage("intersection records", c * 36),
+            records: [0, 1, 2].map(|_| ctx.storage("intersection records", c * 12)),
         }
     }
 
@@ -661,13 +662,17 @@ impl GpuResident {
         enc.hole(HOLE_METRICS);
 
         // Backward.
-        enc.clear(&list.records);
+        for r in &list.records {
+            enc.clear(r);
+        }
         let mut tiles_b = inputs.bindings().to_vec();
         tiles_b.extend([
             (7, &self.final_t),
             (8, &self.n_contrib),
             (9, &loss.grad),
-            (10, &list.records),
+            (10, &list.records[0]),
+            (16, &list.records[1]),
+            (17, &list.records[2]),
         ]);
         let rp = raster_params(grid, &settings, n);
         record_pass(
@@ -687,7 +692,9 @@ impl GpuResident {
             &[
                 (1, &self.ranges),
                 (2, &a[2]),
-                (10, &list.records),
+                (10, &list.records[0]),
+                (16, &list.records[1]),
+                (17, &list.records[2]),
                 (11, radii),
                 (12, rects),
                 (13, depths),
@@ -1328,7 +1335,7 @@ impl ResidentEngine for GpuResident {
         self.scene = Some(scene);
         if self.list.is_none() {
             // A first guess; an overflow grows it to what a step needs.
-            let most = (ctx.limits.max_storage_buffer_binding_size / 36) as u32;
+            let most = (ctx.limits.max_storage_buffer_binding_size / 12) as u32;
             let guess = list_size((n as u32).saturating_mul(2)).min(most);
             self.template = None;
             self.list = Some(self.make_list(self.initial_capacity.unwrap_or(guess).max(1)));
@@ -1371,7 +1378,7 @@ impl ResidentEngine for GpuResident {
                     }
                 }
                 Some((HALT_OVERFLOW, needed)) => {
-                    let max = (self.ctx.limits.max_storage_buffer_binding_size / 36) as u32;
+                    let max = (self.ctx.limits.max_storage_buffer_binding_size / 12) as u32;
                     if needed > max {
                         return Err(format!(
                             "step {} needs {needed} tile intersections, beyond this device's \

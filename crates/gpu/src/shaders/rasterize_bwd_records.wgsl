@@ -3,8 +3,11 @@
 // touches (binary search on (depth, id), the list's order) and adds the records in tile order, the order
 // the fast CPU path uses: deterministic, no atomics.
 
-// 9 values per intersection (cleared to zero before `tiles`).
-@group(0) @binding(10) var<storage, read_write> records: array<f32>;
+// 9 values per intersection in three planes of 3 (each its own binding, so a list three times longer fits
+// a device's binding limit), cleared to zero before `tiles`.
+@group(0) @binding(10) var<storage, read_write> records_0: array<f32>;
+@group(0) @binding(16) var<storage, read_write> records_1: array<f32>;
+@group(0) @binding(17) var<storage, read_write> records_2: array<f32>;
 // `gather` only.
 @group(0) @binding(11) var<storage, read> radii: array<u32>;
 @group(0) @binding(12) var<storage, read> rects: array<vec4<u32>>;
@@ -13,7 +16,33 @@
 @group(0) @binding(15) var<storage, read_write> grads: array<f32>;
 
 fn store_sum(entry: u32, c: u32, value: f32) {
-    records[entry * 9u + c] = value;
+    let at = entry * 3u + c % 3u;
+    switch c / 3u {
+        case 0u: {
+            records_0[at] = value;
+        }
+        case 1u: {
+            records_1[at] = value;
+        }
+        default: {
+            records_2[at] = value;
+        }
+    }
+}
+
+fn record(entry: u32, c: u32) -> f32 {
+    let at = entry * 3u + c % 3u;
+    switch c / 3u {
+        case 0u: {
+            return records_0[at];
+        }
+        case 1u: {
+            return records_1[at];
+        }
+        default: {
+            return records_2[at];
+        }
+    }
 }
 
 // Position of Gaussian `id` (depth bits `d`) in the sorted list segment [lo, hi).
@@ -48,7 +77,7 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
                 let range = ranges[ty * params.dims.z + tx];
                 let k = find(range.x, range.y, d, i);
                 for (var c = 0u; c < 9u; c++) {
-                    acc[c] += records[k * 9u + c];
+                    acc[c] += record(k, c);
                 }
             }
         }
