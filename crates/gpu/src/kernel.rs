@@ -207,15 +207,20 @@ impl Kernel {
         buffers: &[(u32, &wgpu::Buffer)],
         groups: u32,
     ) {
+        self.dispatch_bytes(ctx, enc, bytemuck::cast_slice(&params), buffers, groups);
+    }
+
+    /// [`Kernel::dispatch`] with a parameter block of any size.
+    pub fn dispatch_bytes(
+        &self,
+        ctx: &GpuContext,
+        enc: &mut dyn Recorder,
+        params: &[u8],
+        buffers: &[(u32, &wgpu::Buffer)],
+        groups: u32,
+    ) {
         let (x, y) = ctx.dispatch_size(groups);
-        record_pass(
-            ctx,
-            enc,
-            &self.pipeline,
-            bytemuck::cast_slice(&params),
-            buffers,
-            (x, y, 1),
-        );
+        record_pass(ctx, enc, &self.pipeline, params, buffers, (x, y, 1));
     }
 }
 

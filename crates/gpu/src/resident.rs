@@ -416,8 +416,8 @@ impl GpuResident {
         let p = BookParams {
             a: [s as u32, list.capacity, n, images.views],
             b: [
-                constants.config.seed as u32,
-                (constants.config.seed >> 32) as u32,
+                splat_train::random::seed_word(constants.config.seed),
+                0,
                 draw as u32,
                 tiles,
             ],
@@ -433,15 +433,7 @@ impl GpuResident {
                     kernel: &Kernel,
                     bindings: &[(u32, &wgpu::Buffer)],
                     groups: u32| {
-            let (x, y) = ctx.dispatch_size(groups);
-            record_pass(
-                ctx,
-                enc,
-                kernel.pipeline(),
-                bytemuck::bytes_of(&p),
-                bindings,
-                (x, y, 1),
-            );
+            kernel.dispatch_bytes(ctx, enc, bytemuck::bytes_of(&p), bindings, groups)
         };
         let status = &self.status;
 
@@ -492,15 +484,7 @@ impl GpuResident {
                     kernel: &Kernel,
                     bindings: &[(u32, &wgpu::Buffer)],
                     groups: u32| {
-            let (x, y) = ctx.dispatch_size(groups);
-            record_pass(
-                ctx,
-                enc,
-                kernel.pipeline(),
-                bytemuck::bytes_of(&p),
-                bindings,
-                (x, y, 1),
-            );
+            kernel.dispatch_bytes(ctx, enc, bytemuck::bytes_of(&p), bindings, groups)
         };
         // The view's camera blocks (written by the select hole) into the uniforms, its target image.
         let stride = uniform_stride(ctx) as u64;
@@ -790,14 +774,9 @@ impl GpuResident {
             return;
         }
         assert_eq!(hole, HOLE_TAIL, "hole {hole}");
-        record_pass(
-            ctx,
-            enc,
-            self.k.commit.pipeline(),
-            bytemuck::bytes_of(&p),
-            &[(1, status)],
-            (1, 1, 1),
-        );
+        self.k
+            .commit
+            .dispatch_bytes(ctx, enc, bytemuck::bytes_of(&p), &[(1, status)], 1);
         let radii = &scene.projected[3];
         if step.stats {
             let sp = StatsParams {
@@ -1080,8 +1059,8 @@ impl GpuResident {
     }
 
     /// Clone, split and prune on the device after step `step` (its statistics added), as
-    /// `splat_train::densify::densify_and_prune`. Reads back four counts (candidates, clones, splits
-    /// and the edited set's size, to size the new buffers). Falls back to the host's edit when the
+    /// `splat_train::densify::densify_and_prune`. Reads back six counts (the kept survivors, clones
+    /// and split parents, which size the new buffers; candidates, clones and splits). Falls back to the host's edit when the
     /// Gaussian budget must choose among candidates or a group would not fit one binding.
     pub fn densify(
         &mut self,
@@ -1147,15 +1126,16 @@ impl GpuResident {
             self.scan
                 .record_planned(&ctx, &mut enc, k, &plan, n as u32 + 1);
         }
-        let totals = ctx.storage("densify totals", 16);
+        let totals = ctx.storage("densify totals", 24);
         for (i, k) in keeps.iter().enumerate() {
             enc.copy_buffer_to_buffer(k, n as u64 * 4, &totals, i as u64 * 4, 4);
         }
-        enc.copy_buffer_to_buffer(&counters, 0, &totals, 12, 4);
+        enc.copy_buffer_to_buffer(&counters, 0, &totals, 12, 12);
         ctx.queue.submit([enc.finish()]);
-        // The read-back: how large the edited set is.
-        let t: Vec<u32> = ctx.read(&totals, 4).map_err(gpu_err)?;
+        // The read-back: how large the edited set is (and the counts for the budget and the report).
+        let t: Vec<u32> = ctx.read(&totals, 6).map_err(gpu_err)?;
         let [survivors, clones_kept, split_kept, candidates] = [t[0], t[1], t[2], t[3]];
+        let (cloned, split) = (t[4] as usize, t[5] as usize);
         let new_n = (survivors + clones_kept + 2 * split_kept) as usize;
         let over_budget = cfg
             .max_gaussians
@@ -1164,11 +1144,6 @@ impl GpuResident {
         if over_budget || n.max(new_n) as u64 * widest > max || new_n == 0 {
             return self.densify_on_host(constants, step);
         }
-        // Clones and splits among the candidates, for the report.
-        let kinds: Vec<u32> = ctx.read(&kind, n).map_err(gpu_err)?;
-        let cloned = kinds.iter().filter(|&&k| k == 1).count();
-        let split = kinds.iter().filter(|&&k| k == 2).count();
-
         p.b[1] = survivors;
         p.b[2] = clones_kept;
         let mut enc = ctx

@@ -1,8 +1,9 @@
 //! The WGSL sources, one file per stage in `src/shaders/`. WGSL has no includes: the per-Gaussian stages
 //! get `common_camera.wgsl` (the camera block, SH constants and basis, `dot3`) prepended here, the
 //! rasterize stages `common_raster.wgsl` (parameters and shared inputs), the two rasterize backwards the
-//! shared tile walk `rasterize_bwd.wgsl` followed by their way of summing; the naga test validates exactly
-//! these composed sources.
+//! shared tile walk `rasterize_bwd.wgsl` followed by their way of summing, the resident bookkeeping and the
+//! densification edit `common_random.wgsl` (the host's stateless random numbers); the naga test validates
+//! exactly these composed sources.
 
 macro_rules! with_raster {
     ($file:literal) => {
@@ -18,6 +19,15 @@ macro_rules! with_raster_bwd {
         concat!(
             include_str!("shaders/common_raster.wgsl"),
             include_str!("shaders/rasterize_bwd.wgsl"),
+            include_str!(concat!("shaders/", $file))
+        )
+    };
+}
+
+macro_rules! with_random {
+    ($file:literal) => {
+        concat!(
+            include_str!("shaders/common_random.wgsl"),
             include_str!(concat!("shaders/", $file))
         )
     };
@@ -44,8 +54,8 @@ pub const RASTERIZE_BWD_ATOMIC: &str = with_raster_bwd!("rasterize_bwd_atomic.wg
 pub const LOSS: &str = include_str!("shaders/loss.wgsl");
 pub const ADAM: &str = include_str!("shaders/adam.wgsl");
 pub const DENSIFY_STATS: &str = include_str!("shaders/densify_stats.wgsl");
-pub const RESIDENT: &str = include_str!("shaders/resident.wgsl");
-pub const DENSIFY_EDIT: &str = include_str!("shaders/densify_edit.wgsl");
+pub const RESIDENT: &str = with_random!("resident.wgsl");
+pub const DENSIFY_EDIT: &str = with_random!("densify_edit.wgsl");
 
 /// Every compiled source with the file it is built around (the `common_*.wgsl` files are preludes).
 pub const ALL: &[(&str, &str)] = &[

@@ -70,6 +70,18 @@ fn run(t: &mut Trainer<'_>) -> Vec<StepStats> {
     out
 }
 
+/// A resident run of `cfg` on `ctx`: its steps and final state.
+fn train_resident(
+    ctx: Arc<GpuContext>,
+    ds: &Dataset,
+    cfg: &TrainConfig,
+) -> (Vec<StepStats>, splat_train::TrainState) {
+    let engine = GpuResident::new(ctx.clone(), &ds.train);
+    let mut t = trainer(&ctx, ds, cfg.clone(), Some(engine));
+    let stats = run(&mut t);
+    (stats, t.state.clone())
+}
+
 fn max_rel(a: &[f32], b: &[f32]) -> f64 {
     assert_eq!(a.len(), b.len());
     let scale = a
@@ -487,13 +499,7 @@ fn lowered_limits_change_nothing() {
     write_demo_dataset(tmp.path(), &opts).unwrap();
     let ds = dataset::load(tmp.path(), &LoadOptions::default()).unwrap();
     let cfg = config(29);
-    let mut out = Vec::new();
-    for ctx in [Arc::new(full), Arc::new(lowered)] {
-        let engine = GpuResident::new(ctx.clone(), &ds.train);
-        let mut t = trainer(&ctx, &ds, cfg.clone(), Some(engine));
-        let stats = run(&mut t);
-        out.push((stats, t.state.clone()));
-    }
+    let out = [full, lowered].map(|ctx| train_resident(Arc::new(ctx), &ds, &cfg));
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     let ((sa, a), (sb, b)) = (&out[0], &out[1]);
     assert!(a.len() > 2048, "two projection chunks: {}", a.len());
@@ -530,13 +536,7 @@ fn images_over_several_bindings_change_nothing() {
     let ds = dataset::load(tmp.path(), &LoadOptions::default()).unwrap();
     assert_eq!(ds.train.len(), 24);
     let cfg = config(29);
-    let mut out = Vec::new();
-    for ctx in [Arc::new(full), Arc::new(lowered)] {
-        let engine = GpuResident::new(ctx.clone(), &ds.train);
-        let mut t = trainer(&ctx, &ds, cfg.clone(), Some(engine));
-        let stats = run(&mut t);
-        out.push((stats, t.state.clone()));
-    }
+    let out = [full, lowered].map(|ctx| train_resident(Arc::new(ctx), &ds, &cfg));
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     let ((sa, a), (sb, b)) = (&out[0], &out[1]);
     for (x, y) in sa.iter().zip(sb) {

@@ -79,23 +79,7 @@ pub fn run_resident(
     backend: Box<dyn Backend + Send>,
     engine: Box<dyn crate::resident::ResidentEngine>,
 ) -> Result<ResidentBench, String> {
-    let cfg = TrainConfig {
-        iterations: opts.warmup + opts.steps + 1,
-        seed: opts.seed,
-        sh_degree: opts.sh_degree,
-        sh_degree_interval: 0,
-        densify_until: 0,
-        ..TrainConfig::default()
-    };
-    let mut trainer = Trainer::new(
-        cfg,
-        &ds.train,
-        &ds.points,
-        ds.background,
-        ds.scene_extent,
-        backend,
-    );
-    trainer.state.active_sh_degree = opts.sh_degree;
+    let mut trainer = bench_trainer(ds, opts, backend);
     trainer.with_resident(engine)?;
     let name = trainer.resident_name().unwrap_or_default().to_string();
     // Blocks end at the warm-up's end and at the last measured step.
@@ -177,8 +161,13 @@ pub fn peak_memory_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// Runs the benchmark on the dataset's training views.
-pub fn run(ds: &Dataset, opts: &BenchOptions, backend: Box<dyn Backend + Send>) -> BenchReport {
+/// The benchmark's trainer: the dataset's initial Gaussians at SH degree `opts.sh_degree` from the
+/// start, no densification.
+fn bench_trainer<'a>(
+    ds: &'a Dataset,
+    opts: &BenchOptions,
+    backend: Box<dyn Backend + Send>,
+) -> Trainer<'a> {
     let cfg = TrainConfig {
         iterations: opts.warmup + opts.steps + 1,
         seed: opts.seed,
@@ -187,7 +176,6 @@ pub fn run(ds: &Dataset, opts: &BenchOptions, backend: Box<dyn Backend + Send>) 
         densify_until: 0,
         ..TrainConfig::default()
     };
-    let culls = backend.name() == "cpu";
     let mut trainer = Trainer::new(
         cfg,
         &ds.train,
@@ -197,6 +185,13 @@ pub fn run(ds: &Dataset, opts: &BenchOptions, backend: Box<dyn Backend + Send>) 
         backend,
     );
     trainer.state.active_sh_degree = opts.sh_degree;
+    trainer
+}
+
+/// Runs the benchmark on the dataset's training views.
+pub fn run(ds: &Dataset, opts: &BenchOptions, backend: Box<dyn Backend + Send>) -> BenchReport {
+    let culls = backend.name() == "cpu";
+    let mut trainer = bench_trainer(ds, opts, backend);
     let backend_name = trainer.backend_name().to_string();
     let n_params: usize = trainer.state.adam.iter().map(|a| a.m.len()).sum();
     let mut total = [0.0f64; 8];

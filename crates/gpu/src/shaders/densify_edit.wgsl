@@ -32,7 +32,8 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> keep_old: array<u32>;
 @group(0) @binding(8) var<storage, read_write> keep_clone: array<u32>;
 @group(0) @binding(9) var<storage, read_write> keep_child: array<u32>;
-@group(0) @binding(10) var<storage, read_write> candidates: array<atomic<u32>>;
+// Candidates, clones, splits (counted for the host's budget check and report).
+@group(0) @binding(10) var<storage, read_write> counters: array<atomic<u32>>;
 // scatter
 @group(0) @binding(11) var<storage, read> src: array<f32>;
 @group(0) @binding(12) var<storage, read> src_m: array<f32>;
@@ -96,12 +97,13 @@ fn classify(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
     var k = 0u;
     let log_max = max_log_scale(i);
     if avg >= params.c.x {
-        atomicAdd(&candidates[0], 1u);
+        atomicAdd(&counters[0], 1u);
         if exp(log_max) <= params.c.y {
             k = CLONE;
         } else {
             k = SPLIT;
         }
+        atomicAdd(&counters[k], 1u);
     }
     kind[i] = k;
     let logit = opacity_logits[i];
@@ -115,28 +117,6 @@ fn classify(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
 fn max_log_scale_child(i: u32) -> f32 {
     let s = params.d.y;
     return max(max(log_scales[3u * i] - s, log_scales[3u * i + 1u] - s), log_scales[3u * i + 2u] - s);
-}
-
-// `splat_train::random` in u32 arithmetic.
-fn mix32(v: u32) -> u32 {
-    var x = v;
-    x ^= x >> 16u;
-    x *= 0x7feb352du;
-    x ^= x >> 15u;
-    x *= 0x846ca68bu;
-    x ^= x >> 16u;
-    return x;
-}
-
-fn unit(h: u32) -> f32 {
-    return (f32(h >> 8u) + 0.5) * (1.0 / 16777216.0);
-}
-
-fn normal(a: u32, b: u32, c: u32) -> f32 {
-    let s = params.b.x;
-    let u1 = unit(mix32(s ^ mix32(a ^ mix32(b ^ mix32(2u * c)))));
-    let u2 = unit(mix32(s ^ mix32(a ^ mix32(b ^ mix32(2u * c + 1u)))));
-    return -sqrt(-2.0 * log(u1)) * cos(6.2831855 * (u2 - 0.5));
 }
 
 // The rotation matrix of the normalized quaternion (w, x, y, z), as `splat_core::math::quat_to_mat`.
@@ -195,7 +175,7 @@ fn scatter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
             if params.a.z == 1u {
                 var z: vec3<f32>;
                 for (var ax = 0u; ax < 3u; ax++) {
-                    z[ax] = normal(params.a.w, i, 3u * child + ax) * exp(scatter_log_scales[3u * i + ax]);
+                    z[ax] = normal(params.b.x, params.a.w, i, 3u * child + ax) * exp(scatter_log_scales[3u * i + ax]);
                 }
                 let r = rotation(i);
                 // Row-major product as `mat3_vec`: row k of R dotted with z, summed left to right.

@@ -10,7 +10,7 @@
 struct Params {
     // step within the submission, list capacity, Gaussians, training views.
     a: vec4<u32>,
-    // seed (low, high word), draw index of the step, tiles.
+    // seed word (`splat_train::random::seed_word`), unused, draw index of the step, tiles.
     b: vec4<u32>,
     // camera blocks to write, 16-byte words between blocks, pixels per image, floats per Gaussian of the
     // packed parameter gradients.
@@ -45,20 +45,9 @@ fn index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * 256u;
 }
 
-// `splat_train::views`, in the same u32 arithmetic.
-fn mix32(v: u32) -> u32 {
-    var x = v;
-    x ^= x >> 16u;
-    x *= 0x7feb352du;
-    x ^= x >> 15u;
-    x *= 0x846ca68bu;
-    x ^= x >> 16u;
-    return x;
-}
-
+// `splat_train::views` (`mix32` from `common_random.wgsl`).
 fn swap_partner(epoch: u32, i: u32) -> u32 {
-    let s = mix32(params.b.x ^ mix32(params.b.y ^ 0x9e3779b9u));
-    return mix32(s ^ mix32(epoch ^ mix32(i))) % (i + 1u);
+    return mix32(params.b.x ^ mix32(epoch ^ mix32(i))) % (i + 1u);
 }
 
 fn view_for_draw(draw: u32, n: u32) -> u32 {
