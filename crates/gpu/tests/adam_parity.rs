@@ -52,13 +52,19 @@ fn adam_matches_the_cpu_update() {
             (a - b).abs() <= 1e-6 * b.abs().max(1.0),
             "value {i}: gpu {a} vs cpu {b}"
         );
+        // m = b1 m + (1 - b1) g can cancel: its rounding is on the scale of the terms (|g| <= 1, so
+        // 0.1), whichever way a GPU contracts the products (NVIDIA fuses them).
         assert!(
-            (m[i] - cpu.m[i]).abs() <= 1e-6 * cpu.m[i].abs().max(1e-3),
-            "m {i}"
+            (m[i] - cpu.m[i]).abs() <= 1e-6 * cpu.m[i].abs().max(0.1),
+            "m {i}: gpu {} vs cpu {}",
+            m[i],
+            cpu.m[i]
         );
         assert!(
             (v[i] - cpu.v[i]).abs() <= 1e-6 * cpu.v[i].abs().max(1e-6),
-            "v {i}"
+            "v {i}: gpu {} vs cpu {}",
+            v[i],
+            cpu.v[i]
         );
     }
 }

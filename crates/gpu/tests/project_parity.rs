@@ -91,7 +91,9 @@ fn compare(gpu: &Projected<f32>, reference: &Projected<f32>) -> usize {
                 1e-5,
             );
         }
-        rel_close("depths", i, gpu.depths[i], reference.depths[i], 1e-6, 0.0);
+        // depth = row . mean + t sums terms of the scene's size (~4): a GPU that contracts to FMA
+        // (NVIDIA) differs by ulps of those terms, not of a small depth.
+        rel_close("depths", i, gpu.depths[i], reference.depths[i], 1e-6, 1e-6);
         rel_close(
             "opacities",
             i,
