@@ -45,7 +45,7 @@ impl GpuProjectBackward {
         grads: &ProjectedGrads<f32>,
         out: &mut GaussianGrads<f32>,
     ) -> Result<(), GpuError> {
-        reset_grads(out, gaussians);
+        reset_grads(out, gaussians, settings);
         let n = gaussians.len();
         if n == 0 {
             return Ok(());
@@ -139,8 +139,10 @@ impl GpuProjectBackward {
             out.log_scales[i] = [g[3], g[4], g[5]];
             out.rotations[i] = [g[6], g[7], g[8], g[9]];
             out.opacity_logits[i] = g[10];
-            out.sh_dc[i] = [g[11], g[12], g[13]];
-            out.sh_rest[i * rest..(i + 1) * rest].copy_from_slice(&g[14..]);
+            if settings.sh_grads {
+                out.sh_dc[i] = [g[11], g[12], g[13]];
+                out.sh_rest[i * rest..(i + 1) * rest].copy_from_slice(&g[14..]);
+            }
         }
         Ok(())
     }

@@ -32,7 +32,7 @@ pub fn project_backward<F: Real>(
     grads: &ProjectedGrads<F>,
     out: &mut GaussianGrads<F>,
 ) {
-    reset_grads(out, gaussians);
+    reset_grads(out, gaussians, settings);
     let cam = CameraParams::<F>::new(camera);
     let coeffs = active_coeffs(settings.sh_degree, gaussians.sh_degree);
     project_backward_range(
@@ -124,7 +124,8 @@ pub fn project_backward_range<F: Real>(
         let o = projected.opacities[i];
         out.opacity_logits[j] = grads.grad_opacities[i] * o * (F::one() - o);
 
-        // Colour.
+        // Colour (the SH coefficients' gradients only where the caller wants them stored).
+        let mut unstored_dc = [F::zero(); 3];
         let g_dir_mean = color_backward(
             gaussians.means[i],
             gaussians.sh_dc[i],
@@ -133,7 +134,7 @@ pub fn project_backward_range<F: Real>(
             cam.center,
             grads.grad_colors[i],
             projected.color_clamped[i],
-            &mut out.sh_dc[j],
+            out.sh_dc.get_mut(j).unwrap_or(&mut unstored_dc),
             &mut out.sh_rest[j * rest_len..(j + 1) * rest_len],
         );
         for k in 0..3 {

@@ -43,6 +43,12 @@ pub struct RenderSettings {
     /// SH degree used for colour (at most the scene's degree; training raises it over time).
     pub sh_degree: usize,
     pub cutoffs: Cutoffs,
+    /// Whether project backward writes the SH coefficients' gradients (default). A trainer that steps on
+    /// one view at a time turns it off: those gradients are `basis_k(view dir) x masked colour gradient`
+    /// ([`crate::sh::sh_dc_grad`], [`crate::sh::sh_rest_grad`]), which its optimizer forms from the
+    /// colour gradients as it updates, and the gradient buffer then holds no SH part (192 bytes per
+    /// Gaussian at degree 3).
+    pub sh_grads: bool,
 }
 
 impl RenderSettings {
@@ -51,6 +57,7 @@ impl RenderSettings {
             background: [0.0; 3],
             sh_degree,
             cutoffs: Cutoffs::ORIGINAL,
+            sh_grads: true,
         }
     }
 }
@@ -253,7 +260,6 @@ impl<F: Real> ProjectedGrads<F> {
 /// Gradients with respect to every optimized parameter, in the shape of the scene itself.
 pub type GaussianGrads<F = f32> = Gaussians<F>;
 
-/// Resizes a gradient container to the shape of `like` and zeroes it.
 /// A range `start..start + len` of a [`GaussianGrads`]' arrays, borrowed mutably; `split_at` hands
 /// disjoint ranges to threads.
 pub struct GaussianGradSlices<'a, F> {
@@ -274,7 +280,12 @@ impl<'a, F> GaussianGradSlices<'a, F> {
     where
         F: Real,
     {
-        let rest_len = grads.sh_rest_len();
+        // No SH part when the caller forms it (`RenderSettings::sh_grads` off).
+        let rest_len = if grads.sh_rest.is_empty() {
+            0
+        } else {
+            grads.sh_rest_len()
+        };
         GaussianGradSlices {
             start: 0,
             rest_len,
@@ -301,7 +312,9 @@ impl<'a, F> GaussianGradSlices<'a, F> {
         let (s0, s1) = self.log_scales.split_at_mut(mid);
         let (r0, r1) = self.rotations.split_at_mut(mid);
         let (o0, o1) = self.opacity_logits.split_at_mut(mid);
-        let (d0, d1) = self.sh_dc.split_at_mut(mid);
+        let (d0, d1) = self
+            .sh_dc
+            .split_at_mut(if self.sh_dc.is_empty() { 0 } else { mid });
         let (h0, h1) = self.sh_rest.split_at_mut(mid * self.rest_len);
         (
             GaussianGradSlices {
@@ -328,7 +341,13 @@ impl<'a, F> GaussianGradSlices<'a, F> {
     }
 }
 
-pub fn reset_grads<F: Real, G: Real>(grads: &mut GaussianGrads<F>, like: &Gaussians<G>) {
+/// Resizes a gradient container to the shape of `like` and zeroes it; without the SH parts unless
+/// `settings.sh_grads`.
+pub fn reset_grads<F: Real, G: Real>(
+    grads: &mut GaussianGrads<F>,
+    like: &Gaussians<G>,
+    settings: &RenderSettings,
+) {
     let n = like.len();
     grads.sh_degree = like.sh_degree;
     grads.means.clear();
@@ -339,8 +358,13 @@ pub fn reset_grads<F: Real, G: Real>(grads: &mut GaussianGrads<F>, like: &Gaussi
     grads.rotations.resize(n, [F::zero(); 4]);
     grads.opacity_logits.clear();
     grads.opacity_logits.resize(n, F::zero());
+    let (dc, rest) = if settings.sh_grads {
+        (n, n * like.sh_rest_len())
+    } else {
+        (0, 0)
+    };
     grads.sh_dc.clear();
-    grads.sh_dc.resize(n, [F::zero(); 3]);
+    grads.sh_dc.resize(dc, [F::zero(); 3]);
     grads.sh_rest.clear();
-    grads.sh_rest.resize(n * like.sh_rest_len(), F::zero());
+    grads.sh_rest.resize(rest, F::zero());
 }

@@ -4,6 +4,7 @@
 //! `p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)`, with `t` the group's step count.
 
 use rayon::prelude::*;
+use splat_render::sh::{sh_dc_grad, sh_rest_grad};
 
 pub const BETA1: f64 = 0.9;
 pub const BETA2: f64 = 0.999;
@@ -40,16 +41,11 @@ impl AdamState {
         params: &mut [f32],
         grads: &[f32],
         lr: f64,
-        (beta1, beta2): (f64, f64),
+        betas: (f64, f64),
     ) {
         assert_eq!(params.len(), grads.len());
         assert_eq!(params.len(), self.m.len());
-        self.step += 1;
-        let bias1 = 1.0 - beta1.powi(self.step as i32);
-        let bias2 = 1.0 - beta2.powi(self.step as i32);
-        let step_size = (lr / bias1) as f32;
-        let inv_sqrt_bias2 = (1.0 / bias2.sqrt()) as f32;
-        let (b1, b2, eps) = (beta1 as f32, beta2 as f32, EPS as f32);
+        let k = self.next_step(lr, betas);
         // Element-wise, so the split across threads cannot change a result.
         const CHUNK: usize = 16_384;
         params
@@ -59,14 +55,125 @@ impl AdamState {
             .zip(self.v.par_chunks_mut(CHUNK))
             .for_each(|(((p, g), ms), vs)| {
                 for i in 0..p.len() {
-                    let g = g[i];
-                    let m = b1 * ms[i] + (1.0 - b1) * g;
-                    let v = b2 * vs[i] + (1.0 - b2) * g * g;
-                    ms[i] = m;
-                    vs[i] = v;
-                    p[i] -= step_size * m / (v.sqrt() * inv_sqrt_bias2 + eps);
+                    k.apply(&mut p[i], &mut ms[i], &mut vs[i], g[i]);
                 }
             });
+    }
+
+    /// One Adam step on a group of `width` values per Gaussian whose gradient was not stored:
+    /// `grad_of(i, out)` writes Gaussian `i`'s into `out` as the update reaches it. With
+    /// [`ShGradSource`] this forms the SH gradients of a one-view step bit for bit as project backward
+    /// would have stored them, so the result equals [`Self::update_with_betas`] on a stored gradient.
+    pub fn update_formed(
+        &mut self,
+        params: &mut [f32],
+        width: usize,
+        lr: f64,
+        betas: (f64, f64),
+        grad_of: &(dyn Fn(usize, &mut [f32]) + Sync),
+    ) {
+        assert_eq!(params.len(), self.m.len());
+        assert!(width <= MAX_WIDTH, "{width} values per Gaussian");
+        let k = self.next_step(lr, betas);
+        if width == 0 {
+            return;
+        }
+        // Element-wise per Gaussian, so the split across threads cannot change a result.
+        const GAUSSIANS: usize = 512;
+        let chunk = GAUSSIANS * width;
+        params
+            .par_chunks_mut(chunk)
+            .zip(self.m.par_chunks_mut(chunk))
+            .zip(self.v.par_chunks_mut(chunk))
+            .enumerate()
+            .for_each(|(c, ((p, ms), vs))| {
+                let mut g = [0.0f32; MAX_WIDTH];
+                let g = &mut g[..width];
+                for (j, ((p, ms), vs)) in p
+                    .chunks_exact_mut(width)
+                    .zip(ms.chunks_exact_mut(width))
+                    .zip(vs.chunks_exact_mut(width))
+                    .enumerate()
+                {
+                    grad_of(c * GAUSSIANS + j, g);
+                    for e in 0..width {
+                        k.apply(&mut p[e], &mut ms[e], &mut vs[e], g[e]);
+                    }
+                }
+            });
+    }
+
+    /// Advances the step count and returns that step's constants.
+    fn next_step(&mut self, lr: f64, (beta1, beta2): (f64, f64)) -> StepConstants {
+        self.step += 1;
+        let bias1 = 1.0 - beta1.powi(self.step as i32);
+        let bias2 = 1.0 - beta2.powi(self.step as i32);
+        StepConstants {
+            step_size: (lr / bias1) as f32,
+            inv_sqrt_bias2: (1.0 / bias2.sqrt()) as f32,
+            b1: beta1 as f32,
+            b2: beta2 as f32,
+            eps: EPS as f32,
+        }
+    }
+}
+
+/// Most values per Gaussian [`AdamState::update_formed`] takes (SH rest at degree 3 is 45).
+const MAX_WIDTH: usize = 48;
+
+/// What the SH gradients of a one-view step are formed from: the means the step rendered with and the
+/// camera centre (the view direction), the active coefficient count, and the projection's visibility,
+/// clamp flags and colour gradients.
+pub struct ShGradSource<'a> {
+    pub means: &'a [[f32; 3]],
+    pub center: [f32; 3],
+    pub coeffs: usize,
+    pub radii: &'a [u32],
+    pub clamped: &'a [[bool; 3]],
+    pub grad_colors: &'a [[f32; 3]],
+}
+
+impl ShGradSource<'_> {
+    /// Gaussian `i`'s SH-DC gradient into `out` (3 values).
+    pub fn dc(&self, i: usize, out: &mut [f32]) {
+        out.copy_from_slice(&sh_dc_grad(
+            self.radii[i] > 0,
+            self.grad_colors[i],
+            self.clamped[i],
+        ));
+    }
+
+    /// Gaussian `i`'s SH-rest gradient into `out` (the scene's SH-rest length).
+    pub fn rest(&self, i: usize, out: &mut [f32]) {
+        sh_rest_grad(
+            self.means[i],
+            self.center,
+            self.coeffs,
+            self.radii[i] > 0,
+            self.grad_colors[i],
+            self.clamped[i],
+            out,
+        );
+    }
+}
+
+#[derive(Clone, Copy)]
+struct StepConstants {
+    step_size: f32,
+    inv_sqrt_bias2: f32,
+    b1: f32,
+    b2: f32,
+    eps: f32,
+}
+
+impl StepConstants {
+    #[inline(always)]
+    fn apply(&self, p: &mut f32, m: &mut f32, v: &mut f32, g: f32) {
+        let mm = self.b1 * *m + (1.0 - self.b1) * g;
+        let vv = self.b2 * *v + (1.0 - self.b2) * g * g;
+        *m = mm;
+        *v = vv;
+        *p -= self.step_size * mm / (vv.sqrt() * self.inv_sqrt_bias2 + self.eps);
     }
 }
 

@@ -1,8 +1,12 @@
 //! What a training run will hold in memory, estimated before it starts, and what the machine has.
 //!
 //! Per Gaussian (SH degree d, K = (d + 1)^2 coefficients, P = 11 + 3K parameters, 59 at degree 3):
-//! the parameters, their gradients and two Adam moments (4P floats), the densification statistics
-//! (3 floats) and the projected values and their gradients (~100 bytes): 1,055 bytes at degree 3.
+//! the parameters and two Adam moments (3P floats), the gradients of the 11 geometry and opacity
+//! parameters (one-view steps leave the 3K SH gradients to Adam, which forms them from the colour
+//! gradients), the densification statistics (3 floats), the projected values, their gradients and
+//! the rasterizer's cull records (~150 bytes) and ~2 tile intersections of 40 bytes: 994 bytes at
+//! degree 3 (1,018 measured at 1 M Gaussians, BENCHMARKS.md). Batched or multi-rank steps hold full
+//! gradients (and their sum), which this estimate leaves out.
 //! Transiently, a checkpoint holds a copy of the parameters and moments plus their serialized bytes
 //! (6P floats more), and densification builds the edited set beside the old one; the peak counts
 //! the larger of the two. Per pixel of the largest view: the rendered image, target, image gradient,
@@ -10,8 +14,9 @@
 
 use splat_core::gaussians::sh_coeffs_for_degree;
 
-/// Bytes the projected values and their gradients take per Gaussian.
-const PROJECTED_BYTES: u64 = 100;
+/// Bytes the projected values, their gradients, the cull records and the tile intersections (the
+/// backward's 36-byte gradient record and the 4-byte id, ~2 per Gaussian) take per Gaussian.
+const PROJECTED_BYTES: u64 = 150 + 2 * 40;
 /// Floats per pixel held by the step.
 const FLOATS_PER_PIXEL: u64 = 25;
 
@@ -21,7 +26,7 @@ pub fn params_per_gaussian(sh_degree: usize) -> u64 {
 
 /// Bytes per Gaussian in the steady state of a step.
 pub fn steady_bytes_per_gaussian(sh_degree: usize) -> u64 {
-    4 * params_per_gaussian(sh_degree) * 4 + 3 * 4 + PROJECTED_BYTES
+    (3 * params_per_gaussian(sh_degree) + 11) * 4 + 3 * 4 + PROJECTED_BYTES
 }
 
 /// Bytes per Gaussian at the peak (a checkpoint or a densification in flight).
@@ -98,7 +103,7 @@ mod tests {
     fn per_gaussian_bytes() {
         assert_eq!(params_per_gaussian(3), 59);
         assert_eq!(params_per_gaussian(0), 14);
-        assert_eq!(steady_bytes_per_gaussian(3), 59 * 16 + 12 + 100);
+        assert_eq!(steady_bytes_per_gaussian(3), 59 * 12 + 44 + 12 + 230);
         let e = MemoryEstimate::new(1000, 10, 3, 100);
         assert_eq!(
             e.total(),

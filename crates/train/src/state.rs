@@ -13,6 +13,9 @@ pub const GROUPS: [&str; 6] = [
     "log_scales",
     "rotations",
 ];
+/// Indices of the SH groups in [`GROUPS`].
+pub const SH_DC: usize = 1;
+pub const SH_REST: usize = 2;
 
 #[derive(Clone, Debug)]
 pub struct TrainState {

@@ -18,8 +18,11 @@ use std::time::{Duration, Instant};
 
 use splat_core::Gaussians;
 use splat_io::dataset::{Points, View};
+use splat_render::project::CameraParams;
+use splat_render::sh::active_coeffs;
 use splat_render::{Backend, Buffers, RenderSettings};
 
+use crate::adam::ShGradSource;
 use crate::config::TrainConfig;
 use crate::densify::{self, DensifyReport};
 use crate::init::gaussians_from_points;
@@ -27,7 +30,7 @@ use crate::loss::{loss_and_grad, psnr, LossValue, SsimScratch};
 use crate::parallel::{Collective, Local};
 use crate::resident::{BlockConstants, PlannedStep, ResidentEngine, StepOutcome};
 use crate::schedule::exp_decay;
-use crate::state::{group_params, TrainState, GROUPS};
+use crate::state::{group_params, TrainState, GROUPS, SH_DC, SH_REST};
 
 /// What one step did.
 #[derive(Clone, Copy, Debug, Default)]
@@ -434,13 +437,16 @@ impl<'a> Trainer<'a> {
         )
     }
 
-    /// Renders view `vi`, computes its loss and backpropagates it into `self.buffers`.
-    fn view_pass(&mut self, vi: usize, times: &mut StageTimes) -> (LossValue, f64) {
+    /// Renders view `vi`, computes its loss and backpropagates it into `self.buffers`. Without
+    /// `sh_grads` the SH gradients are left for Adam to form
+    /// ([`crate::adam::AdamState::update_formed`]).
+    fn view_pass(&mut self, vi: usize, sh_grads: bool, times: &mut StageTimes) -> (LossValue, f64) {
         let view = &self.views[vi];
         let cam = &view.camera;
         view.image.to_f32(&mut self.target);
         let mut settings = RenderSettings::new(self.state.active_sh_degree);
         settings.background = self.background;
+        settings.sh_grads = sh_grads;
         let g = &self.state.gaussians;
         splat_render::render(self.backend.as_mut(), g, cam, &settings, &mut self.buffers);
         times.add_render(&self.buffers.timings);
@@ -528,7 +534,8 @@ impl<'a> Trainer<'a> {
             if j % ranks != rank {
                 continue;
             }
-            let (lv, p) = self.view_pass(vi, &mut times);
+            // One view per step: Adam forms the SH gradients (saves 192 bytes per Gaussian).
+            let (lv, p) = self.view_pass(vi, !single, &mut times);
             for (s, v) in sums.iter_mut().zip([lv.loss, lv.l1, lv.ssim, p]) {
                 *s += v;
             }
@@ -582,7 +589,9 @@ impl<'a> Trainer<'a> {
         };
         let train_psnr = sums[3] / views;
         let grads_ok = if single {
-            all_finite(&self.buffers.grads)
+            // The SH gradients Adam will form are basis x colour gradient with |basis| < 1.2.
+            let colors = self.buffers.projected_grads.grad_colors.as_flattened();
+            all_finite(&self.buffers.grads) && colors.iter().all(|c| c.is_finite())
         } else {
             all_finite(&self.batch_grads)
         };
@@ -655,13 +664,32 @@ impl<'a> Trainer<'a> {
                 cfg.rotation_lr,
             ];
             let betas = cfg.adam_betas();
+            if single {
+                // The SH groups first: their gradients need the means the step rendered with.
+                let camera = &self.views[self.view_of(it, 0)].camera;
+                let g = &mut self.state.gaussians;
+                let rest_len = g.sh_rest_len();
+                let src = ShGradSource {
+                    means: &g.means,
+                    center: CameraParams::<f32>::new(camera).center,
+                    coeffs: active_coeffs(self.state.active_sh_degree, g.sh_degree),
+                    radii: &self.buffers.projected.radii,
+                    clamped: &self.buffers.projected.color_clamped,
+                    grad_colors: &self.buffers.projected_grads.grad_colors,
+                };
+                let (dc, rest) = (g.sh_dc.as_flattened_mut(), &mut g.sh_rest);
+                let adam = &mut self.state.adam;
+                adam[SH_DC].update_formed(dc, 3, lrs[SH_DC], betas, &|i, o| src.dc(i, o));
+                adam[SH_REST]
+                    .update_formed(rest, rest_len, lrs[SH_REST], betas, &|i, o| src.rest(i, o));
+            }
             let grads = if single {
                 &mut self.buffers.grads
             } else {
                 &mut self.batch_grads
             };
             for (gi, &lr) in lrs.iter().enumerate().take(GROUPS.len()) {
-                if gi == 3 && stats.opacity_reset {
+                if (gi == 3 && stats.opacity_reset) || (single && (gi == SH_DC || gi == SH_REST)) {
                     continue;
                 }
                 let grad = group_params(grads, gi);

@@ -139,7 +139,7 @@ impl Backend for CpuBackend {
         grads: &ProjectedGrads<f32>,
         out: &mut GaussianGrads<f32>,
     ) {
-        reset_grads(out, gaussians);
+        reset_grads(out, gaussians, settings);
         let cam = CameraParams::<f32>::new(camera);
         let coeffs = active_coeffs(settings.sh_degree, gaussians.sh_degree);
         split_range(
