@@ -120,6 +120,17 @@ pub fn exp_neg_with<M: MulAdd>(x: f32) -> f32 {
     p * scale
 }
 
+/// `a.min(b)` for a `b` that is not NaN (then both give `b` for a NaN `a`), as one instruction: `f32::min`
+/// also covers a NaN `b`, which costs a compare and a blend per vector.
+#[inline(always)]
+fn min_finite(a: f32, b: f32) -> f32 {
+    if a < b {
+        a
+    } else {
+        b
+    }
+}
+
 /// One tile's Gaussians, structure of arrays.
 #[derive(Clone, Debug, Default)]
 pub struct TileData {
@@ -250,23 +261,25 @@ fn forward_tile<const L: usize, M: MulAdd>(
     out: &mut TileOut,
 ) {
     let (px, py) = tile_coords(x0, y0);
+    // The transmittance's sign bit says whether a pixel still blends: set (t negated) once it stopped
+    // or when it lies outside the image, so no separate flag is loaded and stored (t >= 0 otherwise,
+    // and -0.0 counts as stopped).
     let mut t = [1.0f32; TILE_PIXELS];
     let mut cr = [0.0f32; TILE_PIXELS];
     let mut cg = [0.0f32; TILE_PIXELS];
     let mut cb = [0.0f32; TILE_PIXELS];
     let mut last = [0u32; TILE_PIXELS];
-    // 1.0 while a pixel still blends, 0.0 once it stopped (or lies outside the image).
-    let mut alive = [0.0f32; TILE_PIXELS];
-    for i in 0..TILE_PIXELS {
-        if i % 16 < tw && i / 16 < th {
-            alive[i] = 1.0;
+    for (i, ti) in t.iter_mut().enumerate() {
+        if !(i % 16 < tw && i / 16 < th) {
+            *ti = -1.0;
         }
     }
+    let blending = |t: f32| (t.to_bits() as i32) >= 0;
     // Bit `v` set while vector `v` has a pixel that still blends: finished vectors are skipped.
     let vectors = TILE_PIXELS / L;
     let mut live: u64 = 0;
     for v in 0..vectors {
-        if alive[v * L..(v + 1) * L].iter().any(|&a| a > 0.0) {
+        if t[v * L..(v + 1) * L].iter().any(|&a| blending(a)) {
             live |= 1 << v;
         }
     }
@@ -278,6 +291,7 @@ fn forward_tile<const L: usize, M: MulAdd>(
         let (a, b, c) = (td.ca[k], td.cb[k], td.cc[k]);
         let (ha, hc) = (-0.5 * a, -0.5 * c);
         let o = td.opacity[k];
+        let power_skip = td.power_skip[k];
         let (gr, gg, gb) = (td.r[k], td.g[k], td.b[k]);
         let pos1 = td.pos[k] + 1;
         let (first, end) = (
@@ -291,21 +305,31 @@ fn forward_tile<const L: usize, M: MulAdd>(
             let v = vi * L;
             // Fixed-size views: one bounds check per vector, none per lane, so the lane loop vectorizes.
             let pxv: &[f32; L] = px[v..v + L].try_into().unwrap();
-            let pyv: &[f32; L] = py[v..v + L].try_into().unwrap();
             let tv: &mut [f32; L] = (&mut t[v..v + L]).try_into().unwrap();
             let crv: &mut [f32; L] = (&mut cr[v..v + L]).try_into().unwrap();
             let cgv: &mut [f32; L] = (&mut cg[v..v + L]).try_into().unwrap();
             let cbv: &mut [f32; L] = (&mut cb[v..v + L]).try_into().unwrap();
             let lastv: &mut [u32; L] = (&mut last[v..v + L]).try_into().unwrap();
-            let alivev: &mut [f32; L] = (&mut alive[v..v + L]).try_into().unwrap();
-            let mut still = false;
+            // A vector lies in one tile row (L <= 16): dy and its terms are the same in every lane.
+            let dy = my - py[v];
+            let (bdy, cdy2) = (-b * dy, hc * dy * dy);
+            // -(a dx^2 + c dy^2) / 2 - b dx dy, and whether any lane can reach alpha_min (`power_skip`
+            // keeps a margin): if none can, the Gaussian changes nothing in this vector.
+            let mut pw = [0.0f32; L];
+            let mut any = false;
             for l in 0..L {
                 let dx = mx - pxv[l];
-                let dy = my - pyv[l];
-                // -(a dx^2 + c dy^2) / 2 - b dx dy
-                let power = M::ma(dx, M::ma(ha, dx, -b * dy), hc * dy * dy);
-                let alpha = (o * exp_neg_with::<M>(power)).min(cut.alpha_max);
-                let ok = alivev[l] > 0.0 && power <= 0.0 && alpha >= cut.alpha_min;
+                pw[l] = M::ma(dx, M::ma(ha, dx, bdy), cdy2);
+                any |= pw[l] >= power_skip;
+            }
+            if !any {
+                continue;
+            }
+            let mut still = false;
+            for l in 0..L {
+                let power = pw[l];
+                let alpha = min_finite(o * exp_neg_with::<M>(power), cut.alpha_max);
+                let ok = blending(tv[l]) && power <= 0.0 && alpha >= cut.alpha_min;
                 let next_t = tv[l] * (1.0 - alpha);
                 let stop = ok && next_t < cut.t_min;
                 let blend = ok && !stop;
@@ -313,10 +337,15 @@ fn forward_tile<const L: usize, M: MulAdd>(
                 crv[l] = M::ma(gr, w, crv[l]);
                 cgv[l] = M::ma(gg, w, cgv[l]);
                 cbv[l] = M::ma(gb, w, cbv[l]);
-                tv[l] = if blend { next_t } else { tv[l] };
+                tv[l] = if blend {
+                    next_t
+                } else if stop {
+                    -tv[l]
+                } else {
+                    tv[l]
+                };
                 lastv[l] = if blend { pos1 } else { lastv[l] };
-                alivev[l] = if stop { 0.0 } else { alivev[l] };
-                still |= alivev[l] > 0.0;
+                still |= blending(tv[l]);
             }
             if !still {
                 live &= !(1u64 << vi);
@@ -324,10 +353,11 @@ fn forward_tile<const L: usize, M: MulAdd>(
         }
     }
     for i in 0..TILE_PIXELS {
-        out.rgb[0][i] = cr[i] + t[i] * cut.bg[0];
-        out.rgb[1][i] = cg[i] + t[i] * cut.bg[1];
-        out.rgb[2][i] = cb[i] + t[i] * cut.bg[2];
-        out.t[i] = t[i];
+        let t = t[i].abs();
+        out.rgb[0][i] = cr[i] + t * cut.bg[0];
+        out.rgb[1][i] = cg[i] + t * cut.bg[1];
+        out.rgb[2][i] = cb[i] + t * cut.bg[2];
+        out.t[i] = t;
         out.last[i] = last[i];
     }
 }
@@ -390,13 +420,15 @@ fn backward_tile<const L: usize, M: MulAdd>(
                 continue;
             }
             let pxv: &[f32; L] = px[v..v + L].try_into().unwrap();
-            let pyv: &[f32; L] = py[v..v + L].try_into().unwrap();
+            // One tile row per vector, as in the forward.
+            let dy = my - py[v];
+            let (bdy, cdy2) = (-b * dy, hc * dy * dy);
+            let mut pw = [0.0f32; L];
             let mut any = false;
             for l in 0..L {
                 let dx = mx - pxv[l];
-                let dy = my - pyv[l];
-                let power = M::ma(dx, M::ma(ha, dx, -b * dy), hc * dy * dy);
-                any |= power >= power_skip;
+                pw[l] = M::ma(dx, M::ma(ha, dx, bdy), cdy2);
+                any |= pw[l] >= power_skip;
             }
             // No lane reaches alpha_min: the Gaussian changed nothing here.
             if !any {
@@ -415,11 +447,10 @@ fn backward_tile<const L: usize, M: MulAdd>(
             ];
             for l in 0..L {
                 let dx = mx - pxv[l];
-                let dy = my - pyv[l];
-                let power = M::ma(dx, M::ma(ha, dx, -b * dy), hc * dy * dy);
+                let power = pw[l];
                 let g = exp_neg_with::<M>(power);
                 let alpha_raw = o * g;
-                let alpha = alpha_raw.min(cut.alpha_max);
+                let alpha = min_finite(alpha_raw, cut.alpha_max);
                 let ok = pos < nv[l] && power <= 0.0 && alpha >= cut.alpha_min;
                 // One division per vector (a vector divide costs as much as ~16 multiplies).
                 let inv_one_minus = 1.0 / (1.0 - alpha);
