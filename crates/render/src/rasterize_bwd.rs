@@ -12,9 +12,13 @@ use splat_core::{Real, TileGrid};
 use crate::rasterize_fwd::{gaussian_power, CutoffsF};
 use crate::types::{Bins, Projected, ProjectedGrads, RasterOutput, RenderSettings};
 
-/// Floating-point operations per evaluated (pixel, Gaussian) pair: power and exp ~20, transmittance
-/// recovery 2, colour gradient 9, alpha gradient 12, the `behind` sum 9, opacity/power 4, 2D mean 8, conic 7.
-pub const FLOPS_PER_PAIR: f64 = 71.0;
+/// Floating-point operations per evaluated (pixel, Gaussian) pair, a fused multiply-add counting 2 as in
+/// the measured peak: offset and power 10, exp 20 (see the forward's count), alpha 1, transmittance
+/// recovery 3 (`1 - alpha`, its reciprocal, the product), `alpha T_i` 1, and per channel 9 (the colour
+/// gradient's multiply-add, the alpha gradient's `c T_i - S / (1 - alpha)` and multiply-add, the `behind`
+/// sum's multiply-add), then opacity and power 4, 2D mean 10, conic 11: 87. (Sessions before the 5th
+/// counted 71.)
+pub const FLOPS_PER_PAIR: f64 = 87.0;
 
 /// Accumulates into `out` the gradients with respect to the projected quantities, given the gradient of the
 /// loss with respect to every image value (`grad_image`, same layout as the image).

@@ -344,7 +344,10 @@ fn forward_tile<const L: usize, M: MulAdd>(
                 } else {
                     tv[l]
                 };
-                lastv[l] = if blend { pos1 } else { lastv[l] };
+                // Written, never read here: a masked store, no load and blend.
+                if blend {
+                    lastv[l] = pos1;
+                }
                 still |= blending(tv[l]);
             }
             if !still {
