@@ -415,6 +415,7 @@ fn backward_tile<const L: usize, M: MulAdd>(
         let power_skip = td.power_skip[k];
         let col = [td.r[k], td.g[k], td.b[k]];
         let pos = td.pos[k];
+        // Lane sums: 0..5 the power gradient's moments (see below), 5..8 colour, 8 opacity.
         let mut s = [[0.0f32; L]; 9];
         let mut touched = false;
         let (first, end) = (td.row0[k] as usize * 16, (td.row1[k] as usize + 1) * 16);
@@ -425,7 +426,7 @@ fn backward_tile<const L: usize, M: MulAdd>(
             let pxv: &[f32; L] = px[v..v + L].try_into().unwrap();
             // One tile row per vector, as in the forward.
             let dy = my - py[v];
-            let (bdy, cdy2) = (-b * dy, hc * dy * dy);
+            let (bdy, cdy2, dy2) = (-b * dy, hc * dy * dy, dy * dy);
             let mut pw = [0.0f32; L];
             let mut any = false;
             for l in 0..L {
@@ -470,16 +471,35 @@ fn backward_tile<const L: usize, M: MulAdd>(
                 let free = ok && alpha_raw <= cut.alpha_max;
                 let ga = if free { grad_alpha } else { 0.0 };
                 s[8][l] += ga * g;
+                // The power gradient's moments, sum gpow (dx, dy, dx^2, dx dy, dy^2): the mean and
+                // conic gradients are linear in them (combined once per Gaussian below), and dy is
+                // one value per vector, so each costs one multiply-add per lane.
                 let gpow = ga * o * g;
-                s[0][l] += gpow * (-a * dx - b * dy);
-                s[1][l] += gpow * (-c * dy - b * dx);
-                s[2][l] += gpow * (-0.5 * dx * dx);
-                s[3][l] -= gpow * (dx * dy);
-                s[4][l] += gpow * (-0.5 * dy * dy);
+                let u = gpow * dx;
+                s[0][l] += u;
+                s[1][l] = M::ma(gpow, dy, s[1][l]);
+                s[2][l] = M::ma(u, dx, s[2][l]);
+                s[3][l] = M::ma(u, dy, s[3][l]);
+                s[4][l] = M::ma(gpow, dy2, s[4][l]);
             }
         }
         acc[k] = if touched {
-            std::array::from_fn(|j| s[j].iter().sum())
+            let sum = |j: usize| s[j].iter().sum::<f32>();
+            let [x, y, xx, xy, yy] = [0, 1, 2, 3, 4].map(|j| sum(j) as f64);
+            let (a, b, c) = (a as f64, b as f64, c as f64);
+            // d power / d mean = (-a dx - b dy, -c dy - b dx); d power / d conic = -(dx^2 / 2, dx dy,
+            // dy^2 / 2).
+            [
+                (-a * x - b * y) as f32,
+                (-c * y - b * x) as f32,
+                (-0.5 * xx) as f32,
+                -xy as f32,
+                (-0.5 * yy) as f32,
+                sum(5),
+                sum(6),
+                sum(7),
+                sum(8),
+            ]
         } else {
             [0.0; 9]
         };
