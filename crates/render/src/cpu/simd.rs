@@ -276,6 +276,10 @@ fn forward_tile<const L: usize, M: MulAdd>(
     }
     let blending = |t: f32| (t.to_bits() as i32) >= 0;
     // Bit `v` set while vector `v` has a pixel that still blends: finished vectors are skipped.
+    // Gaussian `k` reads the mask as it stood before Gaussian `k - 1` (`live_used`): the mask's latest
+    // value depends on the last vector's whole computation, and waiting for it at every Gaussian would
+    // drain the pipeline. A finished vector evaluated once more changes nothing (its pixels' `t` are
+    // negative, so nothing blends).
     let vectors = TILE_PIXELS / L;
     let mut live: u64 = 0;
     for v in 0..vectors {
@@ -283,10 +287,12 @@ fn forward_tile<const L: usize, M: MulAdd>(
             live |= 1 << v;
         }
     }
+    let mut live_used = live;
     for k in 0..td.len() {
-        if live == 0 {
+        if live_used == 0 {
             break;
         }
+        let live_before = live;
         let (mx, my) = (td.mx[k], td.my[k]);
         let (a, b, c) = (td.ca[k], td.cb[k], td.cc[k]);
         let (ha, hc) = (-0.5 * a, -0.5 * c);
@@ -298,7 +304,7 @@ fn forward_tile<const L: usize, M: MulAdd>(
             td.row0[k] as usize * 16 / L,
             (td.row1[k] as usize + 1) * 16 / L,
         );
-        let mut todo = live & bit_range(first, end);
+        let mut todo = live_used & bit_range(first, end);
         while todo != 0 {
             let vi = todo.trailing_zeros() as usize;
             todo &= todo - 1;
@@ -354,6 +360,7 @@ fn forward_tile<const L: usize, M: MulAdd>(
                 live &= !(1u64 << vi);
             }
         }
+        live_used = live_before;
     }
     for i in 0..TILE_PIXELS {
         let t = t[i].abs();
