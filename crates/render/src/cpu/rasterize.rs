@@ -164,6 +164,37 @@ impl CullTable {
     }
 }
 
+/// [`cull_half_widths`] rounded up to f32, as the rasterizer keeps them per Gaussian.
+pub fn cull_half_widths_f32(conic: [f32; 3], opacity: f32, alpha_min: f64) -> [f32; 2] {
+    cull_half_widths(conic, opacity, alpha_min).map(f32_up)
+}
+
+/// The tile cull the rasterizer runs per intersection, in f32: true when the box of half-widths `ext`
+/// ([`cull_half_widths_f32`]) around `mean` contains no pixel centre of the tile. The half-widths carry
+/// 1% + 0.01 px of margin over the true extent, far above f32's rounding of pixel coordinates, so it
+/// stays conservative (tested against every pixel's alpha, like [`tile_cull`]).
+#[inline]
+pub fn box_misses_tile_f32(mean: [f32; 2], ext: [f32; 2], rect: (u32, u32, u32, u32)) -> bool {
+    let (x0, y0, x1, y1) = rect;
+    let ([u, v], [ex, ey]) = (mean, ext);
+    u + ex < x0 as f32 + 0.5
+        || u - ex > x1 as f32 - 0.5
+        || v + ey < y0 as f32 + 0.5
+        || v - ey > y1 as f32 - 0.5
+}
+
+/// The tile rows `top..=bottom` (0-based within the tile) whose pixel centres the box of half-height
+/// `ey` around `mean_y` reaches, for a tile of rows `y0..y1` (all of them when unbounded). In f32, as
+/// conservative as [`box_misses_tile_f32`].
+#[inline]
+pub fn visible_rows(mean_y: f32, ey: f32, y0: u32, y1: u32) -> (u8, u8) {
+    let last_row = (y1 - y0 - 1) as f32;
+    let my = mean_y - (y0 as f32 + 0.5);
+    let top = (my - ey).ceil().clamp(0.0, last_row);
+    let bottom = (my + ey).floor().min(last_row).max(top);
+    (top as u8, bottom as u8)
+}
+
 /// Calls `f(position in the list, record)` for each entry of a tile's list that survives the tile cull.
 fn for_each_survivor(
     culls: &CullTable,
@@ -173,7 +204,7 @@ fn for_each_survivor(
 ) {
     for (pos, &id) in list.iter().enumerate() {
         let r = &culls.records[id as usize];
-        if !box_misses_tile(r.mean, r.half_widths.map(f64::from), rect) {
+        if !box_misses_tile_f32(r.mean, r.half_widths, rect) {
             f(pos as u32, r);
         }
     }
@@ -202,15 +233,10 @@ fn gather(
 fn gather_soa(culls: &CullTable, list: &[u32], rect: (u32, u32, u32, u32), td: &mut TileData) {
     td.clear();
     let (_, y0, _, y1) = rect;
-    let last_row = (y1 - y0 - 1) as f64;
     for_each_survivor(culls, list, rect, |pos, r| {
-        // Tile rows whose pixel centres can see the Gaussian (all of them when unbounded).
-        let ey = r.half_widths[1] as f64;
-        let my = r.mean[1] as f64;
-        let top = (my - ey - 0.5 - y0 as f64).ceil().clamp(0.0, last_row);
-        let bottom = (my + ey - 0.5 - y0 as f64).floor().min(last_row);
-        td.row0.push(top as u8);
-        td.row1.push(bottom.max(top) as u8);
+        let (top, bottom) = visible_rows(r.mean[1], r.half_widths[1], y0, y1);
+        td.row0.push(top);
+        td.row1.push(bottom);
         td.pos.push(pos);
         td.mx.push(r.mean[0]);
         td.my.push(r.mean[1]);
