@@ -182,6 +182,21 @@ struct Scene {
     block_counts: wgpu::Buffer,
 }
 
+impl Scene {
+    /// Dispatch chunks of the projection and of its backward.
+    fn chunks(&self) -> (usize, usize) {
+        (
+            self.n.div_ceil(self.project_chunk),
+            self.n.div_ceil(self.backward_chunk),
+        )
+    }
+
+    /// Words per Gaussian of the packed parameter gradients (14 + the SH-rest length).
+    fn grad_stride(&self) -> usize {
+        14 + self.rest
+    }
+}
+
 pub struct GpuResident {
     ctx: Arc<GpuContext>,
     name: String,
@@ -409,9 +424,8 @@ impl GpuResident {
         let tiles = grid.num_tiles() as u32;
         let pixels = grid.width * grid.height;
         let stride_words = (uniform_stride(ctx) / 16) as u32;
-        let project_chunks = scene.n.div_ceil(scene.project_chunk);
-        let backward_chunks = scene.n.div_ceil(scene.backward_chunk);
-        let grad_stride = 14 + scene.rest;
+        let (project_chunks, backward_chunks) = scene.chunks();
+        let grad_stride = scene.grad_stride();
         let coeffs = active_coeffs(degree, scene.stored_degree) as u32;
         let p = BookParams {
             a: [s as u32, list.capacity, n, images.views],
@@ -476,9 +490,8 @@ impl GpuResident {
         let n = scene.n as u32;
         let tiles = grid.num_tiles() as u32;
         let pixels = grid.width * grid.height;
-        let project_chunks = scene.n.div_ceil(scene.project_chunk);
-        let backward_chunks = scene.n.div_ceil(scene.backward_chunk);
-        let grad_stride = 14 + scene.rest;
+        let (project_chunks, backward_chunks) = scene.chunks();
+        let grad_stride = scene.grad_stride();
         let status = &self.status;
         let book = |enc: &mut dyn Recorder,
                     kernel: &Kernel,
@@ -760,7 +773,7 @@ impl GpuResident {
         let loss = self.loss_bufs.as_ref().expect("views uploaded");
         let grid = &images.grid;
         let n = scene.n as u32;
-        let grad_stride = 14 + scene.rest;
+        let grad_stride = scene.grad_stride();
         let status = &self.status;
         if hole == HOLE_METRICS {
             let row_bytes = 3 * grid.height as u64 * 4;

@@ -16,14 +16,20 @@ use splat_train::resident::{BlockConstants, PlannedStep, ResidentEngine};
 use splat_train::{StepStats, TrainConfig, Trainer};
 
 fn demo(dir: &Path) -> Dataset {
-    let opts = DemoOptions {
-        width: 48,
-        height: 36,
-        views: 12,
-        points: 600,
-        seed: 5,
-    };
-    write_demo_dataset(dir, &opts).unwrap();
+    demo_with(
+        dir,
+        &DemoOptions {
+            width: 48,
+            height: 36,
+            views: 12,
+            points: 600,
+            seed: 5,
+        },
+    )
+}
+
+fn demo_with(dir: &Path, opts: &DemoOptions) -> Dataset {
+    write_demo_dataset(dir, opts).unwrap();
     dataset::load(dir, &LoadOptions::default()).unwrap()
 }
 
@@ -496,8 +502,7 @@ fn lowered_limits_change_nothing() {
         points: 2500,
         seed: 5,
     };
-    write_demo_dataset(tmp.path(), &opts).unwrap();
-    let ds = dataset::load(tmp.path(), &LoadOptions::default()).unwrap();
+    let ds = demo_with(tmp.path(), &opts);
     let cfg = config(29);
     let out = [full, lowered].map(|ctx| train_resident(Arc::new(ctx), &ds, &cfg));
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
@@ -532,8 +537,7 @@ fn images_over_several_bindings_change_nothing() {
         points: 600,
         seed: 9,
     };
-    write_demo_dataset(tmp.path(), &opts).unwrap();
-    let ds = dataset::load(tmp.path(), &LoadOptions::default()).unwrap();
+    let ds = demo_with(tmp.path(), &opts);
     assert_eq!(ds.train.len(), 24);
     let cfg = config(29);
     let out = [full, lowered].map(|ctx| train_resident(Arc::new(ctx), &ds, &cfg));
