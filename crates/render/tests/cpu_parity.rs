@@ -8,9 +8,7 @@ use common::{random_weights, stress_scene, test_camera};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use splat_core::{Gaussians, TileGrid};
-use splat_render::cpu::rasterize::{
-    box_misses_tile_f32, cull_half_widths_f32, tile_cull, visible_rows,
-};
+use splat_render::cpu::rasterize::{cull_pixels, range_misses_tile, tile_cull, visible_rows};
 use splat_render::cpu::SimdLevel;
 use splat_render::rasterize_fwd::gaussian_power;
 use splat_render::{Backend, Buffers, CpuBackend, Cutoffs, ReferenceBackend, RenderSettings};
@@ -181,7 +179,7 @@ fn cpu_matches_reference_with_smooth_cutoffs_and_odd_sizes() {
 fn tile_cull_is_conservative() {
     let mut rng = ChaCha8Rng::seed_from_u64(9);
     let grid = TileGrid::new(160, 160);
-    let (mut culled, mut culled_f32) = (0, 0);
+    let (mut culled, mut culled_ranges) = (0, 0);
     for _ in 0..20_000 {
         let mean = [
             rng.random_range(-40.0..200.0f32),
@@ -201,12 +199,12 @@ fn tile_cull_is_conservative() {
         let rect = grid.tile_pixels(tile);
         let (x0, y0, x1, y1) = rect;
         let f64_cull = tile_cull(mean, conic, opacity, 1.0 / 255.0, x0, y0, x1, y1);
-        // What the rasterizer runs per intersection: the same box in f32, and the rows it visits.
-        let ext = cull_half_widths_f32(conic, opacity, 1.0 / 255.0);
-        let f32_cull = box_misses_tile_f32(mean, ext, rect);
-        let (top, bottom) = visible_rows(mean[1], ext[1], y0, y1);
+        // What the rasterizer runs per intersection: the box as pixel ranges, and the rows it visits.
+        let range = cull_pixels(mean, conic, opacity, 1.0 / 255.0);
+        let range_cull = range_misses_tile(&range, rect);
+        let (top, bottom) = visible_rows(&range, y0, y1);
         culled += f64_cull as usize;
-        culled_f32 += f32_cull as usize;
+        culled_ranges += range_cull as usize;
         for py in y0..y1 {
             for px in x0..x1 {
                 let d = [mean[0] - (px as f32 + 0.5), mean[1] - (py as f32 + 0.5)];
@@ -219,8 +217,8 @@ fn tile_cull_is_conservative() {
                     "culled but visible: alpha {alpha} at ({px}, {py})"
                 );
                 assert!(
-                    !f32_cull,
-                    "f32: culled but visible: alpha {alpha} at ({px}, {py})"
+                    !range_cull,
+                    "pixel ranges: culled but visible: alpha {alpha} at ({px}, {py})"
                 );
                 let row = (py - y0) as u8;
                 assert!(
@@ -231,8 +229,8 @@ fn tile_cull_is_conservative() {
         }
     }
     assert!(
-        culled_f32 > 5_000,
-        "the f32 test culled too little to mean anything: {culled_f32}"
+        culled_ranges > 5_000,
+        "the pixel-range test culled too little to mean anything: {culled_ranges}"
     );
     assert!(
         culled > 5_000,

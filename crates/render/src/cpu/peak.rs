@@ -86,31 +86,38 @@ fn best_kernel() -> (&'static str, usize, fn(u64) -> f32) {
     ("portable", 4 * CHAINS, fma_portable)
 }
 
-/// Measures the whole machine's fp32 FMA peak (all threads at once), in GFLOP/s.
+/// Measures the whole machine's fp32 FMA peak (all threads at once), in GFLOP/s: the best of several
+/// trials, since on a shared machine a trial can only be slowed down by others (so the fraction of peak
+/// reported against it errs low, not high).
 pub fn measure() -> Peak {
     let (isa, lanes, kernel) = best_kernel();
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    let iters: u64 = 20_000_000;
+    let iters: u64 = 8_000_000;
+    const TRIALS: usize = 5;
     // Warm up clocks.
-    std::hint::black_box(kernel(iters / 10));
-    let start = Instant::now();
-    let sums: Vec<f32> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| s.spawn(move || kernel(iters)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("peak thread"))
-            .collect()
-    });
-    let secs = start.elapsed().as_secs_f64();
-    std::hint::black_box(sums);
-    let flops = 2.0 * lanes as f64 * iters as f64 * threads as f64;
+    std::hint::black_box(kernel(iters / 4));
+    let mut best = 0.0f64;
+    for _ in 0..TRIALS {
+        let start = Instant::now();
+        let sums: Vec<f32> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| s.spawn(move || kernel(iters)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("peak thread"))
+                .collect()
+        });
+        let secs = start.elapsed().as_secs_f64();
+        std::hint::black_box(sums);
+        let flops = 2.0 * lanes as f64 * iters as f64 * threads as f64;
+        best = best.max(flops / secs / 1e9);
+    }
     Peak {
         isa,
         threads,
-        gflops: flops / secs / 1e9,
+        gflops: best,
     }
 }

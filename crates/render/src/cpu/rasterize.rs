@@ -3,22 +3,9 @@
 use rayon::prelude::*;
 use splat_core::{TileGrid, TILE_SIZE};
 
-use super::simd::{self, Cut, SimdLevel, TileData, TileGradIn, TileOut, TILE_PIXELS};
+use super::simd::{self, Cut, SimdLevel, TileGaussian, TileGradIn, TileOut, TILE_PIXELS};
 use crate::rasterize_fwd::{gaussian_power, CutoffsF};
 use crate::types::{Bins, Projected, ProjectedGrads, RasterOutput, RenderSettings};
-
-/// One Gaussian of a tile's list, gathered for cache-friendly access.
-#[derive(Clone, Copy, Debug)]
-struct TileGaussian {
-    /// Position in the tile's full list (what `n_contrib` counts).
-    pos: u32,
-    mean: [f32; 2],
-    conic: [f32; 3],
-    opacity: f32,
-    color: [f32; 3],
-    /// Below this `power` the alpha is certainly under the 1/255 cut (with margin), so `exp` is skipped.
-    power_skip: f32,
-}
 
 /// Where a Gaussian can reach `alpha >= alpha_min`.
 pub enum Extent {
@@ -117,8 +104,8 @@ struct RasterRecord {
     color: [f32; 3],
     /// See [`power_skip`].
     power_skip: f32,
-    /// Cull box half-widths ([`cull_half_widths`]) rounded up to f32 (still conservative).
-    half_widths: [f32; 2],
+    /// The pixels the cull box reaches ([`cull_pixels`]).
+    pixels: PixelRange,
 }
 
 /// Per-Gaussian rasterizer records, built once per pass with sequential reads (and one `ln` and two square
@@ -126,16 +113,6 @@ struct RasterRecord {
 #[derive(Debug, Default)]
 pub struct CullTable {
     records: Vec<RasterRecord>,
-}
-
-/// Rounds up to f32 (infinities stay).
-fn f32_up(x: f64) -> f32 {
-    let y = x as f32;
-    if (y as f64) < x {
-        y.next_up()
-    } else {
-        y
-    }
 }
 
 impl CullTable {
@@ -150,105 +127,102 @@ impl CullTable {
                 for (j, r) in records.iter_mut().enumerate() {
                     let i = c * CHUNK + j;
                     let (conic, opacity) = (projected.conics[i], projected.opacities[i]);
-                    let [ex, ey] = cull_half_widths(conic, opacity, alpha_min);
+                    let mean = projected.means2d[i];
                     *r = RasterRecord {
-                        mean: projected.means2d[i],
+                        mean,
                         conic,
                         opacity,
                         color: projected.colors[i],
                         power_skip: power_skip(opacity, alpha_min),
-                        half_widths: [f32_up(ex), f32_up(ey)],
+                        pixels: cull_pixels(mean, conic, opacity, alpha_min),
                     };
                 }
             });
     }
 }
 
-/// [`cull_half_widths`] rounded up to f32, as the rasterizer keeps them per Gaussian.
-pub fn cull_half_widths_f32(conic: [f32; 3], opacity: f32, alpha_min: f64) -> [f32; 2] {
-    cull_half_widths(conic, opacity, alpha_min).map(f32_up)
+/// The pixels whose centres lie in a Gaussian's cull box (the box of [`tile_cull`]), as inclusive pixel
+/// index ranges: `left..=right` by `top..=bottom`. Computed once per Gaussian in f64, so the per-tile
+/// cull and the rows a Gaussian visits are integer compares (the gather runs them on every list entry,
+/// and float clamps and rounding compiled to branches and library calls there). Empty ranges
+/// (`right < left`) for a Gaussian visible nowhere; the whole plane when unbounded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PixelRange {
+    pub left: i32,
+    pub top: i32,
+    pub right: i32,
+    pub bottom: i32,
 }
 
-/// The tile cull the rasterizer runs per intersection, in f32: true when the box of half-widths `ext`
-/// ([`cull_half_widths_f32`]) around `mean` contains no pixel centre of the tile. The half-widths carry
-/// 1% + 0.01 px of margin over the true extent, far above f32's rounding of pixel coordinates, so it
-/// stays conservative (tested against every pixel's alpha, like [`tile_cull`]).
-#[inline]
-pub fn box_misses_tile_f32(mean: [f32; 2], ext: [f32; 2], rect: (u32, u32, u32, u32)) -> bool {
-    let (x0, y0, x1, y1) = rect;
-    let ([u, v], [ex, ey]) = (mean, ext);
-    u + ex < x0 as f32 + 0.5
-        || u - ex > x1 as f32 - 0.5
-        || v + ey < y0 as f32 + 0.5
-        || v - ey > y1 as f32 - 0.5
-}
-
-/// The tile rows `top..=bottom` (0-based within the tile) whose pixel centres the box of half-height
-/// `ey` around `mean_y` reaches, for a tile of rows `y0..y1` (all of them when unbounded). In f32, as
-/// conservative as [`box_misses_tile_f32`].
-#[inline]
-pub fn visible_rows(mean_y: f32, ey: f32, y0: u32, y1: u32) -> (u8, u8) {
-    let last_row = (y1 - y0 - 1) as f32;
-    let my = mean_y - (y0 as f32 + 0.5);
-    let top = (my - ey).ceil().clamp(0.0, last_row);
-    let bottom = (my + ey).floor().min(last_row).max(top);
-    (top as u8, bottom as u8)
-}
-
-/// Calls `f(position in the list, record)` for each entry of a tile's list that survives the tile cull.
-fn for_each_survivor(
-    culls: &CullTable,
-    list: &[u32],
-    rect: (u32, u32, u32, u32),
-    mut f: impl FnMut(u32, &RasterRecord),
-) {
-    for (pos, &id) in list.iter().enumerate() {
-        let r = &culls.records[id as usize];
-        if !box_misses_tile_f32(r.mean, r.half_widths, rect) {
-            f(pos as u32, r);
-        }
+/// [`PixelRange`] of a Gaussian: pixel `p` has its centre `p + 0.5` in `[m - e, m + e]` exactly when
+/// `ceil(m - e - 0.5) <= p <= floor(m + e - 0.5)` (`as` saturates infinities to the `i32` range).
+pub fn cull_pixels(mean: [f32; 2], conic: [f32; 3], opacity: f32, alpha_min: f64) -> PixelRange {
+    let [ex, ey] = cull_half_widths(conic, opacity, alpha_min);
+    let (u, v) = (mean[0] as f64, mean[1] as f64);
+    PixelRange {
+        left: (u - ex - 0.5).ceil() as i32,
+        top: (v - ey - 0.5).ceil() as i32,
+        right: (u + ex - 0.5).floor() as i32,
+        bottom: (v + ey - 0.5).floor() as i32,
     }
 }
 
+/// The tile cull the rasterizer runs per intersection: true when `range` holds no pixel of the tile
+/// `[x0, x1) x [y0, y1)`.
+#[inline]
+pub fn range_misses_tile(range: &PixelRange, rect: (u32, u32, u32, u32)) -> bool {
+    let (x0, y0, x1, y1) = rect;
+    let (x0, y0, x1, y1) = (x0 as i64, y0 as i64, x1 as i64, y1 as i64);
+    // `|`, not `||`: four compares and no branches.
+    ((range.right as i64) < x0)
+        | ((range.left as i64) >= x1)
+        | ((range.bottom as i64) < y0)
+        | ((range.top as i64) >= y1)
+}
+
+/// The tile rows `top..=bottom` (0-based within the tile of rows `y0..y1`) that `range` reaches, for a
+/// tile it does not miss.
+#[inline]
+pub fn visible_rows(range: &PixelRange, y0: u32, y1: u32) -> (u8, u8) {
+    let last_row = (y1 - y0 - 1) as i64;
+    let top = (range.top as i64 - y0 as i64).clamp(0, last_row);
+    let bottom = (range.bottom as i64 - y0 as i64).min(last_row).max(top);
+    (top as u8, bottom as u8)
+}
+
+const PREFETCH_AHEAD: usize = 8;
+
+/// Gathers the entries of a tile's list that survive the tile cull into `out` (at least as long as the
+/// list) and returns how many. Branch-free: every entry is written and the count advances by whether it
+/// survived (about a quarter are culled on fern, in no predictable pattern).
 fn gather(
     culls: &CullTable,
     list: &[u32],
     rect: (u32, u32, u32, u32),
-    out: &mut Vec<TileGaussian>,
-) {
-    out.clear();
-    for_each_survivor(culls, list, rect, |pos, r| {
-        out.push(TileGaussian {
-            pos,
+    out: &mut [TileGaussian],
+) -> usize {
+    let (_, y0, _, y1) = rect;
+    let out = &mut out[..list.len()];
+    let mut n = 0;
+    for (pos, &id) in list.iter().enumerate() {
+        // The records are read in depth order, so at random: ask for one a few entries ahead.
+        if let Some(&ahead) = list.get(pos + PREFETCH_AHEAD) {
+            simd::prefetch(&culls.records[ahead as usize]);
+        }
+        let r = &culls.records[id as usize];
+        let (top, bottom) = visible_rows(&r.pixels, y0, y1);
+        out[n.min(pos)] = TileGaussian {
             mean: r.mean,
             conic: r.conic,
             opacity: r.opacity,
             color: r.color,
             power_skip: r.power_skip,
-        });
-    });
-}
-
-/// Like `gather`, into a structure of arrays for the vector kernels, with each Gaussian's visible rows.
-fn gather_soa(culls: &CullTable, list: &[u32], rect: (u32, u32, u32, u32), td: &mut TileData) {
-    td.clear();
-    let (_, y0, _, y1) = rect;
-    for_each_survivor(culls, list, rect, |pos, r| {
-        let (top, bottom) = visible_rows(r.mean[1], r.half_widths[1], y0, y1);
-        td.row0.push(top);
-        td.row1.push(bottom);
-        td.pos.push(pos);
-        td.mx.push(r.mean[0]);
-        td.my.push(r.mean[1]);
-        td.ca.push(r.conic[0]);
-        td.cb.push(r.conic[1]);
-        td.cc.push(r.conic[2]);
-        td.opacity.push(r.opacity);
-        td.power_skip.push(r.power_skip);
-        td.r.push(r.color[0]);
-        td.g.push(r.color[1]);
-        td.b.push(r.color[2]);
-    });
+            pos: pos as u32,
+            rows: [top, bottom],
+        };
+        n += !range_misses_tile(&r.pixels, rect) as usize;
+    }
+    n
 }
 
 fn cut_of(settings: &RenderSettings) -> Cut {
@@ -264,8 +238,8 @@ fn cut_of(settings: &RenderSettings) -> Cut {
 /// Reusable scratch of one band (row of tiles): a steady-state step allocates nothing.
 #[derive(Default)]
 pub struct BandScratch {
-    td: TileData,
-    local: Vec<TileGaussian>,
+    /// Gathered entries of the current tile (kept as long as the longest list).
+    gathered: Vec<TileGaussian>,
     acc: Vec<[f32; 9]>,
     tile_out: Box<TileOut>,
     grad_in: Box<TileGradIn>,
@@ -274,7 +248,7 @@ pub struct BandScratch {
 impl std::fmt::Debug for BandScratch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BandScratch")
-            .field("gathered", &self.td.len())
+            .field("capacity", &self.gathered.len())
             .finish()
     }
 }
@@ -292,14 +266,10 @@ fn ensure_scratch(scratch: &mut Vec<BandScratch>, bands: usize, bins: &Bins) {
         .max()
         .unwrap_or(0);
     for sc in scratch.iter_mut() {
-        if sc.local.capacity() < longest
-            || sc.td.pos.capacity() < longest
-            || sc.acc.capacity() < longest
-        {
+        if sc.gathered.len() < longest || sc.acc.capacity() < longest {
             let room = longest + longest / 4;
-            sc.local.reserve(room.saturating_sub(sc.local.len()));
+            sc.gathered.resize(room, TileGaussian::default());
             sc.acc.reserve(room.saturating_sub(sc.acc.len()));
-            sc.td.reserve(room);
         }
     }
 }
@@ -343,10 +313,11 @@ pub fn forward(
                 let list = &bins.gaussian_ids[start as usize..end as usize];
                 let rect = grid.tile_pixels(tile);
                 let (x0, y0, x1, y1) = rect;
+                let n = gather(culls, list, rect, &mut sc.gathered);
+                let gs = &sc.gathered[..n];
                 if level == SimdLevel::Scalar {
-                    gather(culls, list, rect, &mut sc.local);
                     forward_tile_scalar(
-                        &sc.local,
+                        gs,
                         rect,
                         &cut,
                         settings.background,
@@ -357,9 +328,8 @@ pub fn forward(
                     );
                     continue;
                 }
-                gather_soa(culls, list, rect, &mut sc.td);
                 let (tw, th) = ((x1 - x0) as usize, (y1 - y0) as usize);
-                simd::forward(level, &sc.td, x0, y0, tw, th, &simd_cut, &mut sc.tile_out);
+                simd::forward(level, gs, x0, y0, tw, th, &simd_cut, &mut sc.tile_out);
                 let to = &sc.tile_out;
                 for ly in 0..th {
                     for lx in 0..tw {
@@ -536,26 +506,17 @@ pub fn backward(
             let list = &bins.gaussian_ids[start as usize..end as usize];
             let rect = grid.tile_pixels(tile);
             let base = start as usize - band_start;
+            let n = gather(culls, list, rect, &mut sc.gathered);
+            let gs = &sc.gathered[..n];
             if level == SimdLevel::Scalar {
-                gather(culls, list, rect, &mut sc.local);
                 sc.acc.clear();
-                sc.acc.resize(sc.local.len(), [0.0; 9]);
-                backward_tile_scalar(
-                    &sc.local,
-                    rect,
-                    &cut,
-                    bg,
-                    w,
-                    raster,
-                    grad_image,
-                    &mut sc.acc,
-                );
-                for (k, gs) in sc.local.iter().enumerate() {
-                    slots[base + gs.pos as usize] = sc.acc[k];
+                sc.acc.resize(n, [0.0; 9]);
+                backward_tile_scalar(gs, rect, &cut, bg, w, raster, grad_image, &mut sc.acc);
+                for (k, g) in gs.iter().enumerate() {
+                    slots[base + g.pos as usize] = sc.acc[k];
                 }
                 continue;
             }
-            gather_soa(culls, list, rect, &mut sc.td);
             let (x0, y0, x1, y1) = rect;
             let inp = &mut sc.grad_in;
             for i in 0..TILE_PIXELS {
@@ -576,10 +537,10 @@ pub fn backward(
                 }
             }
             sc.acc.clear();
-            sc.acc.resize(sc.td.len(), [0.0; 9]);
-            simd::backward(level, &sc.td, x0, y0, &simd_cut, &sc.grad_in, &mut sc.acc);
-            for (k, &pos) in sc.td.pos.iter().enumerate() {
-                slots[base + pos as usize] = sc.acc[k];
+            sc.acc.resize(n, [0.0; 9]);
+            simd::backward(level, gs, x0, y0, &simd_cut, &sc.grad_in, &mut sc.acc);
+            for (k, g) in gs.iter().enumerate() {
+                slots[base + g.pos as usize] = sc.acc[k];
             }
         }
     };
@@ -592,18 +553,82 @@ pub fn backward(
     );
 
     out.reset(projected.len());
-    for (k, &id) in bins.gaussian_ids.iter().enumerate() {
-        let g = &bwd.intersection_grads[k];
-        let id = id as usize;
-        out.grad_means2d[id][0] += g[0];
-        out.grad_means2d[id][1] += g[1];
-        out.grad_conics[id][0] += g[2];
-        out.grad_conics[id][1] += g[3];
-        out.grad_conics[id][2] += g[4];
-        out.grad_colors[id][0] += g[5];
-        out.grad_colors[id][1] += g[6];
-        out.grad_colors[id][2] += g[7];
-        out.grad_opacities[id] += g[8];
+    let parts = 2 * rayon::current_num_threads();
+    let ProjectedGrads {
+        grad_means2d,
+        grad_conics,
+        grad_colors,
+        grad_opacities,
+    } = out;
+    reduce_ranges(
+        &bins.gaussian_ids,
+        &bwd.intersection_grads,
+        GradRange {
+            start: 0,
+            means2d: grad_means2d,
+            conics: grad_conics,
+            colors: grad_colors,
+            opacities: grad_opacities,
+        },
+        projected.len().div_ceil(parts).max(1),
+    );
+}
+
+/// The gradients of Gaussians `start..start + len`.
+struct GradRange<'a> {
+    start: usize,
+    means2d: &'a mut [[f32; 2]],
+    conics: &'a mut [[f32; 3]],
+    colors: &'a mut [[f32; 3]],
+    opacities: &'a mut [f32],
+}
+
+/// Sums the intersections' gradients into their Gaussians' in intersection order. Ranges of Gaussians
+/// of at most `chunk` are summed in parallel, each scanning every intersection for its own: a Gaussian's
+/// sum is the same sequence of additions whatever the split, so the bits do not depend on the threads.
+fn reduce_ranges(ids: &[u32], grads: &[[f32; 9]], r: GradRange<'_>, chunk: usize) {
+    let len = r.opacities.len();
+    if len > chunk {
+        let mid = len / 2;
+        let (m0, m1) = r.means2d.split_at_mut(mid);
+        let (k0, k1) = r.conics.split_at_mut(mid);
+        let (c0, c1) = r.colors.split_at_mut(mid);
+        let (o0, o1) = r.opacities.split_at_mut(mid);
+        let lo = GradRange {
+            start: r.start,
+            means2d: m0,
+            conics: k0,
+            colors: c0,
+            opacities: o0,
+        };
+        let hi = GradRange {
+            start: r.start + mid,
+            means2d: m1,
+            conics: k1,
+            colors: c1,
+            opacities: o1,
+        };
+        rayon::join(
+            || reduce_ranges(ids, grads, lo, chunk),
+            || reduce_ranges(ids, grads, hi, chunk),
+        );
+        return;
+    }
+    for (&id, g) in ids.iter().zip(grads) {
+        // Wraps for ids below `start`, so one compare tests both ends.
+        let i = (id as usize).wrapping_sub(r.start);
+        if i >= len {
+            continue;
+        }
+        r.means2d[i][0] += g[0];
+        r.means2d[i][1] += g[1];
+        r.conics[i][0] += g[2];
+        r.conics[i][1] += g[3];
+        r.conics[i][2] += g[4];
+        r.colors[i][0] += g[5];
+        r.colors[i][1] += g[6];
+        r.colors[i][2] += g[7];
+        r.opacities[i] += g[8];
     }
 }
 

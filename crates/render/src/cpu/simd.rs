@@ -120,6 +120,20 @@ pub fn exp_neg_with<M: MulAdd>(x: f32) -> f32 {
     p * scale
 }
 
+/// Asks the CPU to bring the cache line of `r` closer (no effect on results; nothing where there is no
+/// prefetch instruction).
+#[inline(always)]
+pub fn prefetch<T>(r: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `prefetch` needs SSE, which every x86-64 CPU has; it never faults, whatever the address.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((r as *const T).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = r;
+}
+
 /// `a.min(b)` for a `b` that is not NaN (then both give `b` for a NaN `a`), as one instruction: `f32::min`
 /// also covers a NaN `b`, which costs a compare and a blend per vector.
 #[inline(always)]
@@ -131,75 +145,21 @@ fn min_finite(a: f32, b: f32) -> f32 {
     }
 }
 
-/// One tile's Gaussians, structure of arrays.
-#[derive(Clone, Debug, Default)]
-pub struct TileData {
-    pub pos: Vec<u32>,
+/// One entry of a tile's list as the kernels read it: each Gaussian's parameters are loaded as scalars and
+/// broadcast across the lanes, so one record per Gaussian (48 bytes) is at most one cache line per
+/// Gaussian.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TileGaussian {
+    pub mean: [f32; 2],
+    pub conic: [f32; 3],
+    pub opacity: f32,
+    pub color: [f32; 3],
+    /// Below this `power` alpha is certainly under the 1/255 cut (see `rasterize::power_skip`).
+    pub power_skip: f32,
+    /// Position in the tile's full list (what `n_contrib` counts).
+    pub pos: u32,
     /// First and last tile row (0..16) where the Gaussian can be visible; other rows are skipped.
-    pub row0: Vec<u8>,
-    pub row1: Vec<u8>,
-    pub mx: Vec<f32>,
-    pub my: Vec<f32>,
-    pub ca: Vec<f32>,
-    pub cb: Vec<f32>,
-    pub cc: Vec<f32>,
-    pub opacity: Vec<f32>,
-    /// Below this `power` alpha is certainly under the 1/255 cut (see `rasterize::gather`).
-    pub power_skip: Vec<f32>,
-    pub r: Vec<f32>,
-    pub g: Vec<f32>,
-    pub b: Vec<f32>,
-}
-
-impl TileData {
-    pub fn clear(&mut self) {
-        for v in [
-            &mut self.mx,
-            &mut self.my,
-            &mut self.ca,
-            &mut self.cb,
-            &mut self.cc,
-            &mut self.opacity,
-            &mut self.power_skip,
-            &mut self.r,
-            &mut self.g,
-            &mut self.b,
-        ] {
-            v.clear();
-        }
-        self.pos.clear();
-        self.row0.clear();
-        self.row1.clear();
-    }
-
-    pub fn len(&self) -> usize {
-        self.pos.len()
-    }
-
-    /// Makes room for `n` Gaussians without reallocating later.
-    pub fn reserve(&mut self, n: usize) {
-        for v in [
-            &mut self.mx,
-            &mut self.my,
-            &mut self.ca,
-            &mut self.cb,
-            &mut self.cc,
-            &mut self.opacity,
-            &mut self.power_skip,
-            &mut self.r,
-            &mut self.g,
-            &mut self.b,
-        ] {
-            v.reserve(n.saturating_sub(v.len()));
-        }
-        self.pos.reserve(n.saturating_sub(self.pos.len()));
-        self.row0.reserve(n.saturating_sub(self.row0.len()));
-        self.row1.reserve(n.saturating_sub(self.row1.len()));
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.pos.is_empty()
-    }
+    pub rows: [u8; 2],
 }
 
 /// Blending thresholds and background, as the kernels use them.
@@ -252,7 +212,7 @@ fn bit_range(lo: usize, hi: usize) -> u64 {
 
 #[inline(always)]
 fn forward_tile<const L: usize, M: MulAdd>(
-    td: &TileData,
+    gs: &[TileGaussian],
     x0: u32,
     y0: u32,
     tw: usize,
@@ -260,7 +220,7 @@ fn forward_tile<const L: usize, M: MulAdd>(
     cut: &Cut,
     out: &mut TileOut,
 ) {
-    let (px, py) = tile_coords(x0, y0);
+    let (px, _) = tile_coords(x0, y0);
     // The transmittance's sign bit says whether a pixel still blends: set (t negated) once it stopped
     // or when it lies outside the image, so no separate flag is loaded and stored (t >= 0 otherwise,
     // and -0.0 counts as stopped).
@@ -288,22 +248,33 @@ fn forward_tile<const L: usize, M: MulAdd>(
         }
     }
     let mut live_used = live;
-    for k in 0..td.len() {
+    let row_y: [f32; 16] = std::array::from_fn(|r| (y0 + r as u32) as f32 + 0.5);
+    for g in gs {
         if live_used == 0 {
             break;
         }
         let live_before = live;
-        let (mx, my) = (td.mx[k], td.my[k]);
-        let (a, b, c) = (td.ca[k], td.cb[k], td.cc[k]);
+        let [mx, my] = g.mean;
+        let [a, b, c] = g.conic;
         let (ha, hc) = (-0.5 * a, -0.5 * c);
-        let o = td.opacity[k];
-        let power_skip = td.power_skip[k];
-        let (gr, gg, gb) = (td.r[k], td.g[k], td.b[k]);
-        let pos1 = td.pos[k] + 1;
+        let o = g.opacity;
+        let power_skip = g.power_skip;
+        let [gr, gg, gb] = g.color;
+        let pos1 = g.pos + 1;
         let (first, end) = (
-            td.row0[k] as usize * 16 / L,
-            (td.row1[k] as usize + 1) * 16 / L,
+            g.rows[0] as usize * 16 / L,
+            (g.rows[1] as usize + 1) * 16 / L,
         );
+        // A vector lies in one tile row (L <= 16), so `power`'s dy terms are one value per row: formed
+        // here for the 16 rows at once (one vector op each with AVX-512) and read by each vector as a
+        // broadcast operand.
+        let mut row_b = [0.0f32; 16];
+        let mut row_c = [0.0f32; 16];
+        for r in 0..16 {
+            let dy = my - row_y[r];
+            row_b[r] = -b * dy;
+            row_c[r] = hc * dy * dy;
+        }
         let mut todo = live_used & bit_range(first, end);
         while todo != 0 {
             let vi = todo.trailing_zeros() as usize;
@@ -316,9 +287,8 @@ fn forward_tile<const L: usize, M: MulAdd>(
             let cgv: &mut [f32; L] = (&mut cg[v..v + L]).try_into().unwrap();
             let cbv: &mut [f32; L] = (&mut cb[v..v + L]).try_into().unwrap();
             let lastv: &mut [u32; L] = (&mut last[v..v + L]).try_into().unwrap();
-            // A vector lies in one tile row (L <= 16): dy and its terms are the same in every lane.
-            let dy = my - py[v];
-            let (bdy, cdy2) = (-b * dy, hc * dy * dy);
+            let row = (v / 16) & 15;
+            let (bdy, cdy2) = (row_b[row], row_c[row]);
             // -(a dx^2 + c dy^2) / 2 - b dx dy, and whether any lane can reach alpha_min (`power_skip`
             // keeps a margin): if none can, the Gaussian changes nothing in this vector.
             let mut pw = [0.0f32; L];
@@ -331,32 +301,34 @@ fn forward_tile<const L: usize, M: MulAdd>(
             if !any {
                 continue;
             }
-            let mut still = false;
+            let mut any_stop = false;
             for l in 0..L {
                 let power = pw[l];
                 let alpha = min_finite(o * exp_neg_with::<M>(power), cut.alpha_max);
-                let ok = blending(tv[l]) && power <= 0.0 && alpha >= cut.alpha_min;
-                let next_t = tv[l] * (1.0 - alpha);
+                let t = tv[l];
+                let ok = blending(t) && power <= 0.0 && alpha >= cut.alpha_min;
+                let next_t = t * (1.0 - alpha);
                 let stop = ok && next_t < cut.t_min;
+                any_stop |= stop;
                 let blend = ok && !stop;
-                let w = if blend { alpha * tv[l] } else { 0.0 };
+                let w = if blend { alpha * t } else { 0.0 };
                 crv[l] = M::ma(gr, w, crv[l]);
                 cgv[l] = M::ma(gg, w, cgv[l]);
                 cbv[l] = M::ma(gb, w, cbv[l]);
                 tv[l] = if blend {
                     next_t
                 } else if stop {
-                    -tv[l]
+                    -t
                 } else {
-                    tv[l]
+                    t
                 };
                 // Written, never read here: a masked store, no load and blend.
                 if blend {
                     lastv[l] = pos1;
                 }
-                still |= blending(tv[l]);
             }
-            if !still {
+            // Only a stop can finish a vector; stops are rare, so the test is off the common path.
+            if any_stop && !tv.iter().any(|&t| blending(t)) {
                 live &= !(1u64 << vi);
             }
         }
@@ -393,14 +365,15 @@ impl Default for TileGradIn {
 /// opacity 1). Slots outside the image must have `n_contrib = 0`.
 #[inline(always)]
 fn backward_tile<const L: usize, M: MulAdd>(
-    td: &TileData,
+    gs: &[TileGaussian],
     x0: u32,
     y0: u32,
     cut: &Cut,
     inp: &TileGradIn,
     acc: &mut [[f32; 9]],
 ) {
-    let (px, py) = tile_coords(x0, y0);
+    let (px, _) = tile_coords(x0, y0);
+    let row_y: [f32; 16] = std::array::from_fn(|r| (y0 + r as u32) as f32 + 0.5);
     let mut t = inp.t_final;
     let mut behind = [[0.0f32; TILE_PIXELS]; 3];
     let mut max_n = 0;
@@ -413,27 +386,36 @@ fn backward_tile<const L: usize, M: MulAdd>(
         max_n = max_n.max(inp.n_contrib[i]);
         vec_max_n[i / L] = vec_max_n[i / L].max(inp.n_contrib[i]);
     }
-    let count = td.pos.partition_point(|&p| p < max_n);
+    let count = gs.partition_point(|g| g.pos < max_n);
     for k in (0..count).rev() {
-        let (mx, my) = (td.mx[k], td.my[k]);
-        let (a, b, c) = (td.ca[k], td.cb[k], td.cc[k]);
+        let gk = &gs[k];
+        let [mx, my] = gk.mean;
+        let [a, b, c] = gk.conic;
         let (ha, hc) = (-0.5 * a, -0.5 * c);
-        let o = td.opacity[k];
-        let power_skip = td.power_skip[k];
-        let col = [td.r[k], td.g[k], td.b[k]];
-        let pos = td.pos[k];
+        let o = gk.opacity;
+        let power_skip = gk.power_skip;
+        let col = gk.color;
+        let pos = gk.pos;
         // Lane sums: 0..5 the power gradient's moments (see below), 5..8 colour, 8 opacity.
         let mut s = [[0.0f32; L]; 9];
         let mut touched = false;
-        let (first, end) = (td.row0[k] as usize * 16, (td.row1[k] as usize + 1) * 16);
+        let (first, end) = (gk.rows[0] as usize * 16, (gk.rows[1] as usize + 1) * 16);
+        // One tile row per vector, as in the forward: the dy terms once per row.
+        let mut rows = [[0.0f32; 16]; 4];
+        for r in 0..16 {
+            let dy = my - row_y[r];
+            rows[0][r] = dy;
+            rows[1][r] = -b * dy;
+            rows[2][r] = hc * dy * dy;
+            rows[3][r] = dy * dy;
+        }
         for v in (first / L * L..end).step_by(L) {
             if pos >= vec_max_n[v / L] {
                 continue;
             }
             let pxv: &[f32; L] = px[v..v + L].try_into().unwrap();
-            // One tile row per vector, as in the forward.
-            let dy = my - py[v];
-            let (bdy, cdy2, dy2) = (-b * dy, hc * dy * dy, dy * dy);
+            let row = (v / 16) & 15;
+            let (dy, bdy, cdy2, dy2) = (rows[0][row], rows[1][row], rows[2][row], rows[3][row]);
             let mut pw = [0.0f32; L];
             let mut any = false;
             for l in 0..L {
@@ -467,17 +449,23 @@ fn backward_tile<const L: usize, M: MulAdd>(
                 let inv_one_minus = 1.0 / (1.0 - alpha);
                 let t_i = tv[l] * inv_one_minus;
                 let w = if ok { alpha * t_i } else { 0.0 };
+                // Products summed with multiply-adds (fused where the instruction set has them).
                 let mut grad_alpha = 0.0f32;
                 for ch in 0..3 {
                     let gp = gpv[ch][l];
-                    s[5 + ch][l] += w * gp;
-                    grad_alpha += gp * (col[ch] * t_i - bv[ch][l] * inv_one_minus);
-                    bv[ch][l] += col[ch] * w;
+                    s[5 + ch][l] = M::ma(w, gp, s[5 + ch][l]);
+                    let d = M::ma(col[ch], t_i, -(bv[ch][l] * inv_one_minus));
+                    grad_alpha = if ch == 0 {
+                        gp * d
+                    } else {
+                        M::ma(gp, d, grad_alpha)
+                    };
+                    bv[ch][l] = M::ma(col[ch], w, bv[ch][l]);
                 }
                 tv[l] = if ok { t_i } else { tv[l] };
                 let free = ok && alpha_raw <= cut.alpha_max;
                 let ga = if free { grad_alpha } else { 0.0 };
-                s[8][l] += ga * g;
+                s[8][l] = M::ma(ga, g, s[8][l]);
                 // The power gradient's moments, sum gpow (dx, dy, dx^2, dx dy, dy^2): the mean and
                 // conic gradients are linear in them (combined once per Gaussian below), and dy is
                 // one value per vector, so each costs one multiply-add per lane.
@@ -518,7 +506,7 @@ macro_rules! dispatch {
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $features)]
         unsafe fn $fwd(
-            td: &TileData,
+            gs: &[TileGaussian],
             x0: u32,
             y0: u32,
             tw: usize,
@@ -526,19 +514,19 @@ macro_rules! dispatch {
             cut: &Cut,
             out: &mut TileOut,
         ) {
-            forward_tile::<$lanes, Fused>(td, x0, y0, tw, th, cut, out)
+            forward_tile::<$lanes, Fused>(gs, x0, y0, tw, th, cut, out)
         }
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $features)]
         unsafe fn $bwd(
-            td: &TileData,
+            gs: &[TileGaussian],
             x0: u32,
             y0: u32,
             cut: &Cut,
             inp: &TileGradIn,
             acc: &mut [[f32; 9]],
         ) {
-            backward_tile::<$lanes, Fused>(td, x0, y0, cut, inp, acc)
+            backward_tile::<$lanes, Fused>(gs, x0, y0, cut, inp, acc)
         }
     };
 }
@@ -581,7 +569,7 @@ fn supported(level: SimdLevel) -> SimdLevel {
 /// Forward over one tile with the kernels of `level` (`Scalar` is not handled here).
 pub fn forward(
     level: SimdLevel,
-    td: &TileData,
+    gs: &[TileGaussian],
     x0: u32,
     y0: u32,
     tw: usize,
@@ -592,18 +580,18 @@ pub fn forward(
     match supported(level) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `supported` returned this level only after detecting its features on this CPU.
-        SimdLevel::Avx512 => unsafe { forward_avx512(td, x0, y0, tw, th, cut, out) },
+        SimdLevel::Avx512 => unsafe { forward_avx512(gs, x0, y0, tw, th, cut, out) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above, for AVX2 and FMA.
-        SimdLevel::Avx2 => unsafe { forward_avx2(td, x0, y0, tw, th, cut, out) },
-        _ => forward_tile::<4, Separate>(td, x0, y0, tw, th, cut, out),
+        SimdLevel::Avx2 => unsafe { forward_avx2(gs, x0, y0, tw, th, cut, out) },
+        _ => forward_tile::<4, Separate>(gs, x0, y0, tw, th, cut, out),
     }
 }
 
 /// Backward over one tile with the kernels of `level`.
 pub fn backward(
     level: SimdLevel,
-    td: &TileData,
+    gs: &[TileGaussian],
     x0: u32,
     y0: u32,
     cut: &Cut,
@@ -613,11 +601,11 @@ pub fn backward(
     match supported(level) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: see `forward`.
-        SimdLevel::Avx512 => unsafe { backward_avx512(td, x0, y0, cut, inp, acc) },
+        SimdLevel::Avx512 => unsafe { backward_avx512(gs, x0, y0, cut, inp, acc) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: see `forward`.
-        SimdLevel::Avx2 => unsafe { backward_avx2(td, x0, y0, cut, inp, acc) },
-        _ => backward_tile::<4, Separate>(td, x0, y0, cut, inp, acc),
+        SimdLevel::Avx2 => unsafe { backward_avx2(gs, x0, y0, cut, inp, acc) },
+        _ => backward_tile::<4, Separate>(gs, x0, y0, cut, inp, acc),
     }
 }
 
