@@ -3,7 +3,7 @@
 use rayon::prelude::*;
 use splat_core::{TileGrid, TILE_SIZE};
 
-use super::simd::{self, Cut, SimdLevel, TileGaussian, TileGradIn, TileOut, TILE_PIXELS};
+use super::simd::{self, Cut, SimdLevel, TileGaussian, TileGradIn, TileOut};
 use crate::rasterize_fwd::{gaussian_power, CutoffsF};
 use crate::types::{Bins, Projected, ProjectedGrads, RasterOutput, RenderSettings};
 
@@ -96,7 +96,7 @@ fn power_skip(opacity: f32, alpha_min: f64) -> f32 {
 /// What the rasterizer reads of one Gaussian, packed into 48 bytes so that gathering a tile's list costs
 /// one or two cache lines per entry instead of one per array (the lists are in depth order, so these reads
 /// are random once a scene has more Gaussians than the caches hold).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct RasterRecord {
     mean: [f32; 2],
     conic: [f32; 3],
@@ -113,11 +113,19 @@ struct RasterRecord {
 #[derive(Debug, Default)]
 pub struct CullTable {
     records: Vec<RasterRecord>,
+    /// The `alpha_min` the records' cull data were made for (none before the first fill).
+    alpha_min: Option<f64>,
 }
 
 impl CullTable {
+    /// Makes the records of `projected`. A record whose mean, conic and opacity are bit for bit those it
+    /// already holds (the backward after the forward of the same projection) keeps its cull data instead
+    /// of recomputing the logarithms and square roots; the check reads what the build would read.
     fn fill(&mut self, projected: &Projected<f32>, alpha_min: f64) {
         const CHUNK: usize = 4096;
+        let reuse = self.alpha_min.map(f64::to_bits) == Some(alpha_min.to_bits());
+        self.alpha_min = Some(alpha_min);
+        let made = self.records.len();
         self.records
             .resize(projected.len(), RasterRecord::default());
         self.records
@@ -126,16 +134,22 @@ impl CullTable {
             .for_each(|(c, records)| {
                 for (j, r) in records.iter_mut().enumerate() {
                     let i = c * CHUNK + j;
-                    let (conic, opacity) = (projected.conics[i], projected.opacities[i]);
-                    let mean = projected.means2d[i];
-                    *r = RasterRecord {
-                        mean,
-                        conic,
-                        opacity,
-                        color: projected.colors[i],
-                        power_skip: power_skip(opacity, alpha_min),
-                        pixels: cull_pixels(mean, conic, opacity, alpha_min),
-                    };
+                    let (mean, conic) = (projected.means2d[i], projected.conics[i]);
+                    let opacity = projected.opacities[i];
+                    let same = reuse
+                        && i < made
+                        && r.mean.map(f32::to_bits) == mean.map(f32::to_bits)
+                        && r.conic.map(f32::to_bits) == conic.map(f32::to_bits)
+                        && r.opacity.to_bits() == opacity.to_bits();
+                    r.color = projected.colors[i];
+                    if same {
+                        continue;
+                    }
+                    r.mean = mean;
+                    r.conic = conic;
+                    r.opacity = opacity;
+                    r.power_skip = power_skip(opacity, alpha_min);
+                    r.pixels = cull_pixels(mean, conic, opacity, alpha_min);
                 }
             });
     }
@@ -331,15 +345,19 @@ pub fn forward(
                 let (tw, th) = ((x1 - x0) as usize, (y1 - y0) as usize);
                 simd::forward(level, gs, x0, y0, tw, th, &simd_cut, &mut sc.tile_out);
                 let to = &sc.tile_out;
+                // Row by row: contiguous copies for the transmittance and counts, the colour planes
+                // interleaved into the image's RGB.
                 for ly in 0..th {
-                    for lx in 0..tw {
-                        let i = ly * 16 + lx;
-                        let p = ly * w + x0 as usize + lx;
-                        for ch in 0..3 {
-                            img[p * 3 + ch] = to.rgb[ch][i];
-                        }
-                        trans[p] = to.t[i];
-                        contrib[p] = to.last[i];
+                    let (src, dst) = (ly * 16, ly * w + x0 as usize);
+                    trans[dst..dst + tw].copy_from_slice(&to.t[src..src + tw]);
+                    contrib[dst..dst + tw].copy_from_slice(&to.last[src..src + tw]);
+                    let rgb = &mut img[dst * 3..(dst + tw) * 3];
+                    for (lx, px) in rgb.chunks_exact_mut(3).enumerate() {
+                        px.copy_from_slice(&[
+                            to.rgb[0][src + lx],
+                            to.rgb[1][src + lx],
+                            to.rgb[2][src + lx],
+                        ]);
                     }
                 }
             }
@@ -519,21 +537,26 @@ pub fn backward(
             }
             let (x0, y0, x1, y1) = rect;
             let inp = &mut sc.grad_in;
-            for i in 0..TILE_PIXELS {
-                let (px, py) = (x0 as usize + i % 16, y0 as usize + i / 16);
-                if px < x1 as usize && py < y1 as usize {
-                    let pixel = py * w + px;
-                    for ch in 0..3 {
-                        inp.grad[ch][i] = grad_image[pixel * 3 + ch];
+            // Row by row; slots outside the image get zero gradient and no contributors.
+            let (tw, th) = ((x1 - x0) as usize, (y1 - y0) as usize);
+            for ly in 0..16 {
+                let (src, dst) = (ly * 16, (y0 as usize + ly) * w + x0 as usize);
+                let n = if ly < th { tw } else { 0 };
+                if n > 0 {
+                    inp.t_final[src..src + n]
+                        .copy_from_slice(&raster.final_transmittance[dst..dst + n]);
+                    inp.n_contrib[src..src + n].copy_from_slice(&raster.n_contrib[dst..dst + n]);
+                    let rgb = &grad_image[dst * 3..(dst + n) * 3];
+                    for (lx, px) in rgb.chunks_exact(3).enumerate() {
+                        for ch in 0..3 {
+                            inp.grad[ch][src + lx] = px[ch];
+                        }
                     }
-                    inp.t_final[i] = raster.final_transmittance[pixel];
-                    inp.n_contrib[i] = raster.n_contrib[pixel];
-                } else {
-                    for ch in 0..3 {
-                        inp.grad[ch][i] = 0.0;
-                    }
-                    inp.t_final[i] = 0.0;
-                    inp.n_contrib[i] = 0;
+                }
+                inp.t_final[src + n..src + 16].fill(0.0);
+                inp.n_contrib[src + n..src + 16].fill(0);
+                for ch in 0..3 {
+                    inp.grad[ch][src + n..src + 16].fill(0.0);
                 }
             }
             sc.acc.clear();
@@ -553,7 +576,8 @@ pub fn backward(
     );
 
     out.reset(projected.len());
-    let parts = 2 * rayon::current_num_threads();
+    // One range per thread: each range reads every intersection's gradients, so more ranges cost bandwidth.
+    let parts = rayon::current_num_threads();
     let ProjectedGrads {
         grad_means2d,
         grad_conics,
@@ -614,21 +638,29 @@ fn reduce_ranges(ids: &[u32], grads: &[[f32; 9]], r: GradRange<'_>, chunk: usize
         );
         return;
     }
-    for (&id, g) in ids.iter().zip(grads) {
-        // Wraps for ids below `start`, so one compare tests both ends.
-        let i = (id as usize).wrapping_sub(r.start);
-        if i >= len {
-            continue;
+    // Which intersections are this range's is a coin toss per entry, too random to branch on: each
+    // block's are first listed without branches, then summed.
+    const BLOCK: usize = 2048;
+    let mut mine = [0u16; BLOCK];
+    for (ids, grads) in ids.chunks(BLOCK).zip(grads.chunks(BLOCK)) {
+        let mut n = 0;
+        for (k, &id) in ids.iter().enumerate() {
+            mine[n] = k as u16;
+            // Wraps for ids below `start`, so one compare tests both ends.
+            n += ((id as usize).wrapping_sub(r.start) < len) as usize;
         }
-        r.means2d[i][0] += g[0];
-        r.means2d[i][1] += g[1];
-        r.conics[i][0] += g[2];
-        r.conics[i][1] += g[3];
-        r.conics[i][2] += g[4];
-        r.colors[i][0] += g[5];
-        r.colors[i][1] += g[6];
-        r.colors[i][2] += g[7];
-        r.opacities[i] += g[8];
+        for &k in &mine[..n] {
+            let (i, g) = (ids[k as usize] as usize - r.start, &grads[k as usize]);
+            r.means2d[i][0] += g[0];
+            r.means2d[i][1] += g[1];
+            r.conics[i][0] += g[2];
+            r.conics[i][1] += g[3];
+            r.conics[i][2] += g[4];
+            r.colors[i][0] += g[5];
+            r.colors[i][1] += g[6];
+            r.colors[i][2] += g[7];
+            r.opacities[i] += g[8];
+        }
     }
 }
 
@@ -695,5 +727,80 @@ fn backward_tile_scalar(
                 a[4] += grad_power * -0.5 * d[1] * d[1];
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    fn random_projected(rng: &mut ChaCha8Rng, n: usize) -> Projected<f32> {
+        let mut p = Projected::default();
+        p.resize(n);
+        for i in 0..n {
+            p.means2d[i] = [
+                rng.random_range(-20.0..200.0),
+                rng.random_range(-20.0..200.0),
+            ];
+            let (sx, sy, r): (f32, f32, f32) = (
+                rng.random_range(0.5..20.0),
+                rng.random_range(0.5..20.0),
+                rng.random_range(-0.9..0.9),
+            );
+            let det = sx * sx * sy * sy * (1.0 - r * r);
+            p.conics[i] = [sy * sy / det, -r * sx * sy / det, sx * sx / det];
+            p.opacities[i] = rng.random_range(0.001..1.0);
+            p.colors[i] = [rng.random(), rng.random(), rng.random()];
+        }
+        p
+    }
+
+    /// A table refilled after its Gaussians changed (each input alone, the count up and down, another
+    /// `alpha_min`) holds what a fresh table would: the reuse test misses nothing.
+    #[test]
+    fn refilled_cull_table_matches_a_fresh_one() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut p = random_projected(&mut rng, 300);
+        let mut table = CullTable::default();
+        table.fill(&p, 1.0 / 255.0);
+        let check = |table: &CullTable, p: &Projected<f32>, alpha_min: f64, what: &str| {
+            let mut fresh = CullTable::default();
+            fresh.fill(p, alpha_min);
+            assert_eq!(table.records, fresh.records, "{what}");
+        };
+        for i in (0..300).step_by(7) {
+            p.means2d[i][0] += 37.0;
+        }
+        table.fill(&p, 1.0 / 255.0);
+        check(&table, &p, 1.0 / 255.0, "means x");
+        for i in (0..300).step_by(5) {
+            p.means2d[i][1] -= 41.0;
+        }
+        table.fill(&p, 1.0 / 255.0);
+        check(&table, &p, 1.0 / 255.0, "means y");
+        for (k, i) in (0..300).step_by(11).enumerate() {
+            p.conics[i][k % 3] *= 0.25;
+        }
+        table.fill(&p, 1.0 / 255.0);
+        check(&table, &p, 1.0 / 255.0, "conics");
+        for i in (0..300).step_by(3) {
+            p.opacities[i] *= 0.5;
+            p.colors[i][1] += 0.5;
+        }
+        table.fill(&p, 1.0 / 255.0);
+        check(&table, &p, 1.0 / 255.0, "opacities and colours");
+        table.fill(&p, 0.1);
+        check(&table, &p, 0.1, "alpha_min");
+        let q = random_projected(&mut rng, 120);
+        table.fill(&q, 0.1);
+        check(&table, &q, 0.1, "fewer");
+        // A new Gaussian that looks like a blank record (all zero) must not pass for one.
+        p.means2d[299] = [0.0; 2];
+        p.conics[299] = [0.0; 3];
+        p.opacities[299] = 0.0;
+        table.fill(&p, 0.1);
+        check(&table, &p, 0.1, "more");
     }
 }
