@@ -445,10 +445,13 @@ fn backward_tile<const L: usize, M: MulAdd>(
                 let alpha_raw = o * g;
                 let alpha = min_finite(alpha_raw, cut.alpha_max);
                 let ok = pos < nv[l] && power <= 0.0 && alpha >= cut.alpha_min;
+                // Lanes that did not blend take alpha 0: their t and `behind` come out unchanged
+                // (`t * 1`, `+ 0`) and their weight 0 without further selects (t is finite, >= 0).
+                let a = if ok { alpha } else { 0.0 };
                 // One division per vector (a vector divide costs as much as ~16 multiplies).
-                let inv_one_minus = 1.0 / (1.0 - alpha);
+                let inv_one_minus = 1.0 / (1.0 - a);
                 let t_i = tv[l] * inv_one_minus;
-                let w = if ok { alpha * t_i } else { 0.0 };
+                let w = a * t_i;
                 // Products summed with multiply-adds (fused where the instruction set has them).
                 let mut grad_alpha = 0.0f32;
                 for ch in 0..3 {
@@ -462,7 +465,7 @@ fn backward_tile<const L: usize, M: MulAdd>(
                     };
                     bv[ch][l] = M::ma(col[ch], w, bv[ch][l]);
                 }
-                tv[l] = if ok { t_i } else { tv[l] };
+                tv[l] = t_i;
                 let free = ok && alpha_raw <= cut.alpha_max;
                 let ga = if free { grad_alpha } else { 0.0 };
                 s[8][l] = M::ma(ga, g, s[8][l]);
