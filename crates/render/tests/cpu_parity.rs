@@ -307,6 +307,62 @@ fn per_gaussian_stages_split_across_threads_match_bitwise() {
     }
 }
 
+/// The cull's pixel ranges are 16-bit with "and beyond" at the top: on images wider or taller than
+/// 32,767 pixels they must still never cull a visible Gaussian, nor skip one of its rows.
+#[test]
+fn pixel_ranges_hold_past_16_bits() {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    for (w, h) in [(70_000u32, 64u32), (64, 70_000)] {
+        let grid = TileGrid::new(w, h);
+        let mut visible_pixels = 0;
+        for _ in 0..3_000 {
+            let far = rng.random_range(32_000.0..69_000.0f32);
+            let near = rng.random_range(-10.0..74.0f32);
+            let mean = if w > h { [far, near] } else { [near, far] };
+            let (sx, sy) = (
+                rng.random_range(0.5..20.0f32),
+                rng.random_range(0.5..20.0f32),
+            );
+            let conic = [1.0 / (sx * sx), 0.0, 1.0 / (sy * sy)];
+            let opacity = rng.random_range(0.01..1.0f32);
+            let range = cull_pixels(mean, conic, opacity, 1.0 / 255.0);
+            // The tiles around the mean.
+            let (tx, ty) = (
+                (mean[0].max(0.0) / 16.0) as u32,
+                (mean[1].max(0.0) / 16.0) as u32,
+            );
+            for ty in ty.saturating_sub(1)..(ty + 2).min(grid.tiles_y) {
+                for tx in tx.saturating_sub(1)..(tx + 2).min(grid.tiles_x) {
+                    let rect = grid.tile_pixels((ty * grid.tiles_x + tx) as usize);
+                    let (x0, y0, x1, y1) = rect;
+                    let missed = range_misses_tile(&range, rect);
+                    let (top, bottom) = visible_rows(&range, y0, y1);
+                    for py in y0..y1 {
+                        for px in x0..x1 {
+                            let d = [mean[0] - (px as f32 + 0.5), mean[1] - (py as f32 + 0.5)];
+                            let alpha = opacity * gaussian_power(conic, d).exp();
+                            if alpha < 1.0 / 255.0 {
+                                continue;
+                            }
+                            visible_pixels += 1;
+                            assert!(!missed, "culled but visible at ({px}, {py}): {range:?}");
+                            let row = (py - y0) as u8;
+                            assert!(
+                                (top..=bottom).contains(&row),
+                                "row {row} visible outside {top}..={bottom} at ({px}, {py})"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            visible_pixels > 10_000,
+            "too few visible pixels: {visible_pixels}"
+        );
+    }
+}
+
 /// The fast backend keeps per-Gaussian cull data between passes and reuses a Gaussian's when its
 /// projection is bit for bit the same: a backend that rendered other scenes before must give the bits of
 /// a fresh one, whatever changed (some Gaussians moved, some faded, fewer Gaussians, more).

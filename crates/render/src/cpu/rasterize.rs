@@ -108,6 +108,9 @@ struct RasterRecord {
     pixels: PixelRange,
 }
 
+const _: () = assert!(std::mem::size_of::<RasterRecord>() == 48);
+const _: () = assert!(std::mem::size_of::<TileGaussian>() == 48);
+
 /// Per-Gaussian rasterizer records, built once per pass with sequential reads (and one `ln` and two square
 /// roots per Gaussian instead of per tile intersection).
 #[derive(Debug, Default)]
@@ -158,26 +161,44 @@ impl CullTable {
 /// The pixels whose centres lie in a Gaussian's cull box (the box of [`tile_cull`]), as inclusive pixel
 /// index ranges: `left..=right` by `top..=bottom`. Computed once per Gaussian in f64, so the per-tile
 /// cull and the rows a Gaussian visits are integer compares (the gather runs them on every list entry,
-/// and float clamps and rounding compiled to branches and library calls there). Empty ranges
-/// (`right < left`) for a Gaussian visible nowhere; the whole plane when unbounded.
+/// and float clamps and rounding compiled to branches and library calls there).
+///
+/// In 16 bits, so a record stays 48 bytes: every bound is clamped to `-1..=REACHES_ON`, and a `right` or
+/// `bottom` of [`REACHES_ON`] means "this pixel or any beyond", so the tests stay conservative on images
+/// of any size (pixels past 32,766 are simply never culled by that side).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PixelRange {
-    pub left: i32,
-    pub top: i32,
-    pub right: i32,
-    pub bottom: i32,
+    pub left: i16,
+    pub top: i16,
+    pub right: i16,
+    pub bottom: i16,
 }
 
+/// A `right` or `bottom` of this reaches every pixel from it on.
+pub const REACHES_ON: i16 = i16::MAX;
+
 /// [`PixelRange`] of a Gaussian: pixel `p` has its centre `p + 0.5` in `[m - e, m + e]` exactly when
-/// `ceil(m - e - 0.5) <= p <= floor(m + e - 0.5)` (`as` saturates infinities to the `i32` range).
+/// `ceil(m - e - 0.5) <= p <= floor(m + e - 0.5)`. Clamping `left`/`top` up to -1 culls nothing more
+/// (no pixel is left of -1); clamping them down to 32,767 only widens the range.
 pub fn cull_pixels(mean: [f32; 2], conic: [f32; 3], opacity: f32, alpha_min: f64) -> PixelRange {
     let [ex, ey] = cull_half_widths(conic, opacity, alpha_min);
     let (u, v) = (mean[0] as f64, mean[1] as f64);
+    let bound = |x: f64| x.clamp(-1.0, REACHES_ON as f64) as i16;
     PixelRange {
-        left: (u - ex - 0.5).ceil() as i32,
-        top: (v - ey - 0.5).ceil() as i32,
-        right: (u + ex - 0.5).floor() as i32,
-        bottom: (v + ey - 0.5).floor() as i32,
+        left: bound((u - ex - 0.5).ceil()),
+        top: bound((v - ey - 0.5).ceil()),
+        right: bound((u + ex - 0.5).floor()),
+        bottom: bound((v + ey - 0.5).floor()),
+    }
+}
+
+/// The far bound as the tests use it: [`REACHES_ON`] is unbounded.
+#[inline]
+fn far(bound: i16) -> i64 {
+    if bound == REACHES_ON {
+        i64::MAX
+    } else {
+        bound as i64
     }
 }
 
@@ -188,10 +209,10 @@ pub fn range_misses_tile(range: &PixelRange, rect: (u32, u32, u32, u32)) -> bool
     let (x0, y0, x1, y1) = rect;
     let (x0, y0, x1, y1) = (x0 as i64, y0 as i64, x1 as i64, y1 as i64);
     // `|`, not `||`: four compares and no branches.
-    ((range.right as i64) < x0)
-        | ((range.left as i64) >= x1)
-        | ((range.bottom as i64) < y0)
-        | ((range.top as i64) >= y1)
+    (far(range.right) < x0)
+        | (range.left as i64 >= x1)
+        | (far(range.bottom) < y0)
+        | (range.top as i64 >= y1)
 }
 
 /// The tile rows `top..=bottom` (0-based within the tile of rows `y0..y1`) that `range` reaches, for a
@@ -200,43 +221,52 @@ pub fn range_misses_tile(range: &PixelRange, rect: (u32, u32, u32, u32)) -> bool
 pub fn visible_rows(range: &PixelRange, y0: u32, y1: u32) -> (u8, u8) {
     let last_row = (y1 - y0 - 1) as i64;
     let top = (range.top as i64 - y0 as i64).clamp(0, last_row);
-    let bottom = (range.bottom as i64 - y0 as i64).min(last_row).max(top);
+    let bottom = far(range.bottom)
+        .saturating_sub(y0 as i64)
+        .min(last_row)
+        .max(top);
     (top as u8, bottom as u8)
 }
 
 const PREFETCH_AHEAD: usize = 8;
 
-/// Gathers the entries of a tile's list that survive the tile cull into `out` (at least as long as the
-/// list) and returns how many. Branch-free: every entry is written and the count advances by whether it
-/// survived (about a quarter are culled on fern, in no predictable pattern).
+/// Gathers the entries of a tile's list that survive the tile cull into `out`. Branch-free (about a
+/// quarter are culled on fern, in no predictable pattern): each block of the list is written whole to a
+/// small buffer, the count advancing by whether an entry survived, and only the survivors are appended,
+/// so `out` grows (and its pages are touched) no further than the survivors need.
 fn gather(
     culls: &CullTable,
     list: &[u32],
     rect: (u32, u32, u32, u32),
-    out: &mut [TileGaussian],
-) -> usize {
+    out: &mut Vec<TileGaussian>,
+) {
+    const BLOCK: usize = 64;
     let (_, y0, _, y1) = rect;
-    let out = &mut out[..list.len()];
-    let mut n = 0;
-    for (pos, &id) in list.iter().enumerate() {
-        // The records are read in depth order, so at random: ask for one a few entries ahead.
-        if let Some(&ahead) = list.get(pos + PREFETCH_AHEAD) {
-            simd::prefetch(&culls.records[ahead as usize]);
+    out.clear();
+    let mut block = [TileGaussian::default(); BLOCK];
+    for (b, ids) in list.chunks(BLOCK).enumerate() {
+        let mut n = 0;
+        for (j, &id) in ids.iter().enumerate() {
+            let pos = b * BLOCK + j;
+            // The records are read in depth order, so at random: ask for one a few entries ahead.
+            if let Some(&ahead) = list.get(pos + PREFETCH_AHEAD) {
+                simd::prefetch(&culls.records[ahead as usize]);
+            }
+            let r = &culls.records[id as usize];
+            let (top, bottom) = visible_rows(&r.pixels, y0, y1);
+            block[n.min(j)] = TileGaussian {
+                mean: r.mean,
+                conic: r.conic,
+                opacity: r.opacity,
+                color: r.color,
+                power_skip: r.power_skip,
+                pos: pos as u32,
+                rows: [top, bottom],
+            };
+            n += !range_misses_tile(&r.pixels, rect) as usize;
         }
-        let r = &culls.records[id as usize];
-        let (top, bottom) = visible_rows(&r.pixels, y0, y1);
-        out[n.min(pos)] = TileGaussian {
-            mean: r.mean,
-            conic: r.conic,
-            opacity: r.opacity,
-            color: r.color,
-            power_skip: r.power_skip,
-            pos: pos as u32,
-            rows: [top, bottom],
-        };
-        n += !range_misses_tile(&r.pixels, rect) as usize;
+        out.extend_from_slice(&block[..n]);
     }
-    n
 }
 
 fn cut_of(settings: &RenderSettings) -> Cut {
@@ -252,7 +282,7 @@ fn cut_of(settings: &RenderSettings) -> Cut {
 /// Reusable scratch of one band (row of tiles): a steady-state step allocates nothing.
 #[derive(Default)]
 pub struct BandScratch {
-    /// Gathered entries of the current tile (kept as long as the longest list).
+    /// Gathered entries of the current tile (capacity for the band's longest list).
     gathered: Vec<TileGaussian>,
     acc: Vec<[f32; 9]>,
     tile_out: Box<TileOut>,
@@ -262,27 +292,28 @@ pub struct BandScratch {
 impl std::fmt::Debug for BandScratch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BandScratch")
-            .field("capacity", &self.gathered.len())
+            .field("capacity", &self.gathered.capacity())
             .finish()
     }
 }
 
-/// One scratch per band, each with room for the longest tile list of `bins` (plus a quarter, so lists
-/// that grow slowly during training do not reallocate every few steps).
-fn ensure_scratch(scratch: &mut Vec<BandScratch>, bands: usize, bins: &Bins) {
+/// One scratch per band (row of tiles), each with room for the longest tile list of its band plus a
+/// quarter (so lists that grow slowly during training do not reallocate every few steps).
+fn ensure_scratch(scratch: &mut Vec<BandScratch>, grid: &TileGrid, bins: &Bins) {
+    let (tiles_x, bands) = (grid.tiles_x as usize, grid.tiles_y as usize);
     if scratch.len() < bands {
         scratch.resize_with(bands, BandScratch::default);
     }
-    let longest = bins
-        .tile_ranges
-        .iter()
-        .map(|r| (r[1] - r[0]) as usize)
-        .max()
-        .unwrap_or(0);
-    for sc in scratch.iter_mut() {
-        if sc.gathered.len() < longest || sc.acc.capacity() < longest {
+    for (band, sc) in scratch.iter_mut().take(bands).enumerate() {
+        let longest = bins.tile_ranges[band * tiles_x..(band + 1) * tiles_x]
+            .iter()
+            .map(|r| (r[1] - r[0]) as usize)
+            .max()
+            .unwrap_or(0);
+        if sc.gathered.capacity() < longest || sc.acc.capacity() < longest {
+            // Reserved, not written: pages no tile reaches cost no memory.
             let room = longest + longest / 4;
-            sc.gathered.resize(room, TileGaussian::default());
+            sc.gathered.reserve(room.saturating_sub(sc.gathered.len()));
             sc.acc.reserve(room.saturating_sub(sc.acc.len()));
         }
     }
@@ -303,7 +334,7 @@ pub fn forward(
     out.resize(grid.width, grid.height);
     culls.fill(projected, settings.cutoffs.alpha_min);
     let culls = &*culls;
-    ensure_scratch(scratch, grid.tiles_y as usize, bins);
+    ensure_scratch(scratch, grid, bins);
     let simd_cut = cut_of(settings);
     let cut = CutoffsF::<f32>::new(&settings.cutoffs);
     let w = grid.width as usize;
@@ -327,8 +358,8 @@ pub fn forward(
                 let list = &bins.gaussian_ids[start as usize..end as usize];
                 let rect = grid.tile_pixels(tile);
                 let (x0, y0, x1, y1) = rect;
-                let n = gather(culls, list, rect, &mut sc.gathered);
-                let gs = &sc.gathered[..n];
+                gather(culls, list, rect, &mut sc.gathered);
+                let gs = &sc.gathered[..];
                 if level == SimdLevel::Scalar {
                     forward_tile_scalar(
                         gs,
@@ -484,7 +515,7 @@ pub fn backward(
     let culls = &*culls;
     assert_eq!(grad_image.len(), raster.image.len(), "grad_image size");
     let tiles_y = grid.tiles_y as usize;
-    ensure_scratch(scratch, tiles_y, bins);
+    ensure_scratch(scratch, grid, bins);
     let simd_cut = cut_of(settings);
     let cut = CutoffsF::<f32>::new(&settings.cutoffs);
     let bg = settings.background;
@@ -524,8 +555,9 @@ pub fn backward(
             let list = &bins.gaussian_ids[start as usize..end as usize];
             let rect = grid.tile_pixels(tile);
             let base = start as usize - band_start;
-            let n = gather(culls, list, rect, &mut sc.gathered);
-            let gs = &sc.gathered[..n];
+            gather(culls, list, rect, &mut sc.gathered);
+            let gs = &sc.gathered[..];
+            let n = gs.len();
             if level == SimdLevel::Scalar {
                 sc.acc.clear();
                 sc.acc.resize(n, [0.0; 9]);
