@@ -190,17 +190,12 @@ impl Default for TileOut {
     }
 }
 
-/// Pixel-centre coordinates of the 256 tile slots; slots outside the image (`lx >= tw` or `ly >= th`)
-/// start finished.
+/// Pixel-centre coordinates of the tile: x of each of the 256 slots, y of each of the 16 rows.
 #[inline(always)]
-fn tile_coords(x0: u32, y0: u32) -> ([f32; TILE_PIXELS], [f32; TILE_PIXELS]) {
-    let mut px = [0.0; TILE_PIXELS];
-    let mut py = [0.0; TILE_PIXELS];
-    for i in 0..TILE_PIXELS {
-        px[i] = (x0 + (i % 16) as u32) as f32 + 0.5;
-        py[i] = (y0 + (i / 16) as u32) as f32 + 0.5;
-    }
-    (px, py)
+fn tile_coords(x0: u32, y0: u32) -> ([f32; TILE_PIXELS], [f32; 16]) {
+    let px = std::array::from_fn(|i| (x0 + (i % 16) as u32) as f32 + 0.5);
+    let row_y = std::array::from_fn(|r| (y0 + r as u32) as f32 + 0.5);
+    (px, row_y)
 }
 
 /// Bits `lo..hi` set (`hi <= 64`).
@@ -220,7 +215,7 @@ fn forward_tile<const L: usize, M: MulAdd>(
     cut: &Cut,
     out: &mut TileOut,
 ) {
-    let (px, _) = tile_coords(x0, y0);
+    let (px, row_y) = tile_coords(x0, y0);
     // The transmittance's sign bit says whether a pixel still blends: set (t negated) once it stopped
     // or when it lies outside the image, so no separate flag is loaded and stored (t >= 0 otherwise,
     // and -0.0 counts as stopped).
@@ -248,7 +243,6 @@ fn forward_tile<const L: usize, M: MulAdd>(
         }
     }
     let mut live_used = live;
-    let row_y: [f32; 16] = std::array::from_fn(|r| (y0 + r as u32) as f32 + 0.5);
     for g in gs {
         if live_used == 0 {
             break;
@@ -372,8 +366,7 @@ fn backward_tile<const L: usize, M: MulAdd>(
     inp: &TileGradIn,
     acc: &mut [[f32; 9]],
 ) {
-    let (px, _) = tile_coords(x0, y0);
-    let row_y: [f32; 16] = std::array::from_fn(|r| (y0 + r as u32) as f32 + 0.5);
+    let (px, row_y) = tile_coords(x0, y0);
     let mut t = inp.t_final;
     let mut behind = [[0.0f32; TILE_PIXELS]; 3];
     let mut max_n = 0;
