@@ -573,22 +573,23 @@ pub fn backward(
             let (tw, th) = ((x1 - x0) as usize, (y1 - y0) as usize);
             for ly in 0..16 {
                 let (src, dst) = (ly * 16, (y0 as usize + ly) * w + x0 as usize);
-                let n = if ly < th { tw } else { 0 };
-                if n > 0 {
-                    inp.t_final[src..src + n]
-                        .copy_from_slice(&raster.final_transmittance[dst..dst + n]);
-                    inp.n_contrib[src..src + n].copy_from_slice(&raster.n_contrib[dst..dst + n]);
-                    let rgb = &grad_image[dst * 3..(dst + n) * 3];
+                let cols = if ly < th { tw } else { 0 };
+                if cols > 0 {
+                    inp.t_final[src..src + cols]
+                        .copy_from_slice(&raster.final_transmittance[dst..dst + cols]);
+                    inp.n_contrib[src..src + cols]
+                        .copy_from_slice(&raster.n_contrib[dst..dst + cols]);
+                    let rgb = &grad_image[dst * 3..(dst + cols) * 3];
                     for (lx, px) in rgb.chunks_exact(3).enumerate() {
                         for ch in 0..3 {
                             inp.grad[ch][src + lx] = px[ch];
                         }
                     }
                 }
-                inp.t_final[src + n..src + 16].fill(0.0);
-                inp.n_contrib[src + n..src + 16].fill(0);
+                inp.t_final[src + cols..src + 16].fill(0.0);
+                inp.n_contrib[src + cols..src + 16].fill(0);
                 for ch in 0..3 {
-                    inp.grad[ch][src + n..src + 16].fill(0.0);
+                    inp.grad[ch][src + cols..src + 16].fill(0.0);
                 }
             }
             sc.acc.clear();
