@@ -51,8 +51,11 @@ fn run_ok(cmd: &mut Command) {
     );
 }
 
-/// Runs `cmd` until it reports the pause point, then SIGKILLs it.
-fn run_and_kill_at(mut cmd: Command, point: &str, step: u64) {
+/// Runs `cmd` until it reports the pause point, then SIGKILLs it once the checkpoint of step `ckpt` is
+/// complete in `out`. Checkpoints are written beside training, so at the pause the last one submitted
+/// may still be on its way (on a loaded machine, a few fast steps outrun it); the paused run's writer
+/// finishes it while the test waits (up to a minute, after which the step is checked as it stands).
+fn run_and_kill_at(mut cmd: Command, point: &str, step: u64, out: &Path, ckpt: u64) {
     let mut child = cmd
         .env("SPLAT_TEST_PAUSE_AT", format!("{point}:{step}"))
         .stdout(Stdio::null())
@@ -64,6 +67,12 @@ fn run_and_kill_at(mut cmd: Command, point: &str, step: u64) {
     for line in BufReader::new(child.stderr.take().unwrap()).lines() {
         let line = line.unwrap();
         if line == marker {
+            let waited = std::time::Instant::now();
+            while checkpoint_step_now(out) != Some(ckpt)
+                && waited.elapsed() < std::time::Duration::from_secs(60)
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
             child.kill().unwrap(); // SIGKILL
             let status = child.wait().unwrap();
             assert!(!status.success());
@@ -76,6 +85,12 @@ fn run_and_kill_at(mut cmd: Command, point: &str, step: u64) {
         "{marker} never printed (exit {status}); stderr:\n{}",
         seen.join("\n")
     );
+}
+
+fn checkpoint_step_now(out: &Path) -> Option<u64> {
+    splat_train::run::read_checkpoint(out)
+        .ok()
+        .map(|(state, _)| state.step)
 }
 
 fn checkpoint_step(out: &Path) -> u64 {
@@ -129,7 +144,7 @@ fn sigkill_then_resume_gives_the_uninterrupted_result() {
             } else {
                 cmd.arg("train").arg("--resume").arg(&out);
             }
-            run_and_kill_at(cmd, point, step);
+            run_and_kill_at(cmd, point, step, &out, ckpt);
             assert!(
                 !out.join("point_cloud.ply").exists(),
                 "{point}:{step} left a PLY"
