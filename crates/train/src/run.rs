@@ -125,6 +125,17 @@ impl IoWorker {
         }
     }
 
+    /// Waits until every write submitted so far has run.
+    pub fn drain(&self) {
+        let (done_tx, done_rx) = channel::<()>();
+        self.submit(move || {
+            let _ = done_tx.send(());
+            Ok(())
+        });
+        // An error here means the thread is gone; `finish` reports why.
+        let _ = done_rx.recv();
+    }
+
     /// Whether a write has failed (training stops then rather than run on without saving).
     pub fn has_failed(&self) -> bool {
         self.failed.load(Ordering::Acquire)
@@ -471,6 +482,12 @@ pub fn train_run_parallel(
     if !is_root {
         worker.finish()?;
         return Ok(None);
+    }
+    // The last steps can outrun a checkpoint still being written: the run's outputs are written only
+    // once every earlier write is known to have succeeded, as if the loop had seen the failure.
+    worker.drain();
+    if worker.has_failed() {
+        return Err(stopped_by_write(worker.finish(), dir, trainer.state.step));
     }
     trainer.sync();
     let this_run = started.elapsed().as_secs_f64();
