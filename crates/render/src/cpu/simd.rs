@@ -380,6 +380,9 @@ fn backward_tile<const L: usize, M: MulAdd>(
         vec_max_n[i / L] = vec_max_n[i / L].max(inp.n_contrib[i]);
     }
     let count = gs.partition_point(|g| g.pos < max_n);
+    // The first pass's results: `e^power` of each listed vector, and which vector it is.
+    let mut exp_of = [0.0f32; TILE_PIXELS];
+    let mut listed_v = [0u16; TILE_PIXELS / 4];
     for k in (0..count).rev() {
         let gk = &gs[k];
         let [mx, my] = gk.mean;
@@ -391,7 +394,6 @@ fn backward_tile<const L: usize, M: MulAdd>(
         let pos = gk.pos;
         // Lane sums: 0..5 the power gradient's moments (see below), 5..8 colour, 8 opacity.
         let mut s = [[0.0f32; L]; 9];
-        let mut touched = false;
         let (first, end) = (gk.rows[0] as usize * 16, (gk.rows[1] as usize + 1) * 16);
         // One tile row per vector, as in the forward: the dy terms once per row.
         let mut rows = [[0.0f32; 16]; 4];
@@ -402,13 +404,20 @@ fn backward_tile<const L: usize, M: MulAdd>(
             rows[2][r] = hc * dy * dy;
             rows[3][r] = dy * dy;
         }
+        // Two passes over the Gaussian's vectors. The first evaluates `e^power` where any lane can
+        // reach alpha_min and lists those vectors; the second blends backwards from the list. In one
+        // pass a vector was a dependency chain of ~140 cycles (power, exp, the divide, the
+        // gradients; estimated from instruction latencies) in ~90 operations, so the scheduler held
+        // under two vectors at a time: ~70 cycles per vector where the ports need ~30. Split, each
+        // pass's chains are shorter and more vectors are in flight (backward 12% faster, same bits).
+        let mut listed = 0;
         for v in (first / L * L..end).step_by(L) {
             if pos >= vec_max_n[v / L] {
                 continue;
             }
             let pxv: &[f32; L] = px[v..v + L].try_into().unwrap();
             let row = (v / 16) & 15;
-            let (dy, bdy, cdy2, dy2) = (rows[0][row], rows[1][row], rows[2][row], rows[3][row]);
+            let (bdy, cdy2) = (rows[1][row], rows[2][row]);
             let mut pw = [0.0f32; L];
             let mut any = false;
             for l in 0..L {
@@ -420,7 +429,25 @@ fn backward_tile<const L: usize, M: MulAdd>(
             if !any {
                 continue;
             }
-            touched = true;
+            // Where power > 0 (a conic that is not positive definite) the pixel takes no part:
+            // g = 0 gives alpha 0 < alpha_min, which rejects it as `power <= 0` does.
+            let gv: &mut [f32; L] = (&mut exp_of[listed * L..(listed + 1) * L])
+                .try_into()
+                .unwrap();
+            for l in 0..L {
+                let e = exp_neg_with::<M>(pw[l]);
+                gv[l] = if pw[l] <= 0.0 { e } else { 0.0 };
+            }
+            listed_v[listed] = v as u16;
+            listed += 1;
+        }
+        let touched = listed > 0;
+        for j in 0..listed {
+            let v = listed_v[j] as usize;
+            let pxv: &[f32; L] = px[v..v + L].try_into().unwrap();
+            let row = (v / 16) & 15;
+            let (dy, dy2) = (rows[0][row], rows[3][row]);
+            let gv: &[f32; L] = exp_of[j * L..(j + 1) * L].try_into().unwrap();
             let nv: &[u32; L] = inp.n_contrib[v..v + L].try_into().unwrap();
             let gpv: [&[f32; L]; 3] =
                 std::array::from_fn(|ch| inp.grad[ch][v..v + L].try_into().unwrap());
@@ -433,11 +460,10 @@ fn backward_tile<const L: usize, M: MulAdd>(
             ];
             for l in 0..L {
                 let dx = mx - pxv[l];
-                let power = pw[l];
-                let g = exp_neg_with::<M>(power);
+                let g = gv[l];
                 let alpha_raw = o * g;
                 let alpha = min_finite(alpha_raw, cut.alpha_max);
-                let ok = pos < nv[l] && power <= 0.0 && alpha >= cut.alpha_min;
+                let ok = pos < nv[l] && alpha >= cut.alpha_min;
                 // Lanes that did not blend take alpha 0: their t and `behind` come out unchanged
                 // (`t * 1`, `+ 0`) and their weight 0 without further selects (t is finite, >= 0).
                 let a = if ok { alpha } else { 0.0 };
