@@ -62,6 +62,8 @@ pub struct SsimScratch<F> {
     row_totals: Vec<f64>,
     /// Per-row sums of `|render - target|`.
     l1_rows: Vec<f64>,
+    /// Per-row sums of `(clamp(render, 0, 1) - target)^2`, for the training PSNR.
+    sq_rows: Vec<f64>,
     level: Option<SimdLevel>,
 }
 
@@ -91,6 +93,7 @@ impl<F: Real> SsimScratch<F> {
                 .collect();
             self.row_totals = vec![0.0; h];
             self.l1_rows = vec![0.0; h];
+            self.sq_rows = vec![0.0; h];
         }
         if self.level.is_none() {
             self.level = Some(SimdLevel::from_env().unwrap_or_else(SimdLevel::detect));
@@ -394,10 +397,24 @@ pub fn loss_and_grad<F: Real>(
     scratch: &mut SsimScratch<F>,
     grad: &mut Vec<F>,
 ) -> LossValue {
+    loss_grad_and_psnr(render, target, w, h, lambda, scratch, grad).0
+}
+
+/// [`loss_and_grad`] and the PSNR of `render` against `target` (as [`psnr`] computes it, summed per row
+/// in the same pass: the training loop's PSNR costs no pass of its own).
+pub fn loss_grad_and_psnr<F: Real>(
+    render: &[F],
+    target: &[F],
+    w: usize,
+    h: usize,
+    lambda: f64,
+    scratch: &mut SsimScratch<F>,
+    grad: &mut Vec<F>,
+) -> (LossValue, f64) {
     let n = w * h * 3;
     assert_eq!(render.len(), n);
     assert_eq!(target.len(), n);
-    grad.clear();
+    // Every element is written below: no clearing pass (only a new size fills).
     grad.resize(n, F::zero());
     scratch.ensure(w, h);
     let inv_n = F::one() / F::c(n as f64);
@@ -407,30 +424,38 @@ pub fn loss_and_grad<F: Real>(
         .zip(render.par_chunks(row))
         .zip(target.par_chunks(row))
         .zip(scratch.l1_rows.par_iter_mut())
-        .for_each(|(((g, r), t), total)| {
-            let mut sum = 0.0f64;
-            for ((g, &r), &t) in g.iter_mut().zip(r).zip(t) {
-                let d = r - t;
-                sum += d.abs().as_f64();
-                let s = if d > F::zero() {
-                    F::one()
-                } else if d < F::zero() {
-                    -F::one()
-                } else {
-                    F::zero()
-                };
-                *g = l1_weight * s * inv_n;
+        .zip(scratch.sq_rows.par_iter_mut())
+        .for_each(|((((g, r), t), l1_total), sq_total)| {
+            // The sign as selects, not branches (a render's residuals change sign at random: the
+            // branches mispredicted half the time), and the sums in 8 interleaved partial sums (one
+            // running sum is a chain of dependent adds that cannot be vectorized).
+            let mut l1_sums = [0.0f64; 8];
+            let mut sq_sums = [0.0f64; 8];
+            for (((g, r), t), k) in g.iter_mut().zip(r).zip(t).zip((0..8).cycle()) {
+                let d = *r - *t;
+                l1_sums[k] += d.abs().as_f64();
+                let pos = if d > F::zero() { F::one() } else { F::zero() };
+                let neg = if d < F::zero() { F::one() } else { F::zero() };
+                *g = l1_weight * (pos - neg) * inv_n;
+                // `clamp(0, 1)` as selects (a NaN stays NaN, as with `f32::clamp`).
+                let low = if *r < F::zero() { F::zero() } else { *r };
+                let clamped = if low > F::one() { F::one() } else { low };
+                let e = clamped.as_f64() - t.as_f64();
+                sq_sums[k] += e * e;
             }
-            *total = sum;
+            *l1_total = l1_sums.iter().sum();
+            *sq_total = sq_sums.iter().sum();
         });
     let l1 = scratch.l1_rows.iter().sum::<f64>() / n.max(1) as f64;
+    let mse = scratch.sq_rows.iter().sum::<f64>() / n.max(1) as f64;
 
     let ssim = ssim_with_grad(render, target, w, h, scratch, Some((grad, F::c(-lambda))));
-    LossValue {
+    let value = LossValue {
         loss: (1.0 - lambda) * l1 + lambda * (1.0 - ssim),
         l1,
         ssim,
-    }
+    };
+    (value, psnr_of_mse(mse))
 }
 
 /// Mean SSIM of `a` against `b`; with `grad = Some((g, scale))`, adds `scale * dSSIM/da` into `g`.
@@ -507,6 +532,11 @@ pub fn psnr(a: &[f32], b: &[f32]) -> f64 {
         })
         .sum::<f64>()
         / a.len().max(1) as f64;
+    psnr_of_mse(mse)
+}
+
+/// PSNR in dB of a mean squared error (values in [0, 1]).
+fn psnr_of_mse(mse: f64) -> f64 {
     if mse <= 0.0 {
         f64::INFINITY
     } else {

@@ -26,7 +26,7 @@ use crate::adam::ShGradSource;
 use crate::config::TrainConfig;
 use crate::densify::{self, DensifyReport};
 use crate::init::gaussians_from_points;
-use crate::loss::{loss_and_grad, psnr, LossValue, SsimScratch};
+use crate::loss::{loss_grad_and_psnr, LossValue, SsimScratch};
 use crate::parallel::{Collective, Local};
 use crate::resident::{BlockConstants, PlannedStep, ResidentEngine, StepOutcome};
 use crate::schedule::exp_decay;
@@ -452,7 +452,7 @@ impl<'a> Trainer<'a> {
         times.add_render(&self.buffers.timings);
         let (w, h) = (cam.width as usize, cam.height as usize);
         let t_loss = Instant::now();
-        let lv = loss_and_grad(
+        let (lv, train_psnr) = loss_grad_and_psnr(
             &self.buffers.raster.image,
             &self.target,
             w,
@@ -461,7 +461,6 @@ impl<'a> Trainer<'a> {
             &mut self.ssim,
             &mut self.grad_image,
         );
-        let train_psnr = psnr(&self.buffers.raster.image, &self.target);
         times.loss += t_loss.elapsed();
         splat_render::backward(
             self.backend.as_mut(),

@@ -3,7 +3,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use splat_train::loss::{loss_and_grad, ssim, SsimScratch, LAMBDA_DSSIM};
+use splat_train::loss::{loss_and_grad, loss_grad_and_psnr, psnr, ssim, SsimScratch, LAMBDA_DSSIM};
 
 fn random_image(rng: &mut ChaCha8Rng, n: usize) -> Vec<f64> {
     (0..n).map(|_| rng.random_range(0.0..1.0)).collect()
@@ -133,4 +133,31 @@ fn parallel_ssim_matches_the_definition_and_any_thread_count() {
             "{w} x {h}: thread count changed the result"
         );
     }
+}
+
+/// The training loop takes its PSNR from the loss pass (summed per row): it must be `psnr`'s, render
+/// clamped to [0, 1] included, and leave the loss and gradient as `loss_and_grad` gives them.
+#[test]
+fn psnr_from_the_loss_pass_matches_psnr() {
+    let (w, h) = (23, 41);
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let target: Vec<f32> = (0..w * h * 3).map(|_| rng.random_range(0.0..1.0)).collect();
+    // Some values outside [0, 1]: the clamp matters.
+    let render: Vec<f32> = (0..w * h * 3)
+        .map(|_| rng.random_range(-0.2..1.2))
+        .collect();
+    let mut scratch = SsimScratch::default();
+    let (mut g1, mut g2) = (Vec::new(), Vec::new());
+    let (value, p) = loss_grad_and_psnr(&render, &target, w, h, 0.2, &mut scratch, &mut g1);
+    let expected = psnr(&render, &target);
+    assert!(
+        ((p - expected) / expected).abs() < 1e-12,
+        "psnr {p} vs {expected}"
+    );
+    let plain = loss_and_grad(&render, &target, w, h, 0.2, &mut scratch, &mut g2);
+    assert_eq!(value, plain);
+    assert_eq!(g1, g2);
+    // A perfect render: infinite PSNR, as `psnr` says.
+    let (_, p) = loss_grad_and_psnr(&target, &target, w, h, 0.2, &mut scratch, &mut g1);
+    assert_eq!(p, f64::INFINITY);
 }
