@@ -277,7 +277,7 @@ pub enum BackendArg {
     /// The fast CPU path (all cores).
     #[default]
     Cpu,
-    /// The single-threaded reference the others are tested against.
+    /// The plain reference the others are tested against (its rasterizer runs rows of tiles in parallel, with the same bits as on one thread).
     Reference,
     /// The GPU (wgpu: Vulkan, Metal or DX12); a software device such as lavapipe is accepted when there
     /// is no hardware GPU. Training keeps the state, images and cameras on the device and runs blocks of

@@ -8,7 +8,8 @@
 //! Finally `C += T background`. The final `T` and the count of list entries up to the last blended one are
 //! kept for the backward.
 
-use splat_core::{Real, TileGrid};
+use rayon::prelude::*;
+use splat_core::{Real, TileGrid, TILE_SIZE};
 
 use crate::types::{Bins, Cutoffs, Projected, RasterOutput, RenderSettings};
 
@@ -45,6 +46,10 @@ pub fn gaussian_power<F: Real>(conic: [F; 3], d: [F; 2]) -> F {
 }
 
 /// Renders `projected` with the tile lists in `bins` into `out`, writing every pixel.
+///
+/// Rows of tiles run in parallel (each owns its 16 image rows, which are contiguous in every output
+/// array); every pixel is computed by the same code as on one thread, so the result does not depend on
+/// the thread count (tested bitwise).
 pub fn rasterize_forward<F: Real>(
     projected: &Projected<F>,
     bins: &Bins,
@@ -55,46 +60,70 @@ pub fn rasterize_forward<F: Real>(
     out.resize(grid.width, grid.height);
     let cut = CutoffsF::<F>::new(&settings.cutoffs);
     let bg = settings.background.map(|v| F::c(v as f64));
-    for tile in 0..grid.num_tiles() {
-        let [start, end] = bins.tile_ranges[tile];
-        let list = &bins.gaussian_ids[start as usize..end as usize];
-        let (x0, y0, x1, y1) = grid.tile_pixels(tile);
-        for py in y0..y1 {
-            for px in x0..x1 {
-                let pix = [F::c(px as f64 + 0.5), F::c(py as f64 + 0.5)];
-                let mut t = F::one();
-                let mut rgb = [F::zero(); 3];
-                let mut last = 0u32;
-                for (k, &id) in list.iter().enumerate() {
-                    let id = id as usize;
-                    let m = projected.means2d[id];
-                    let power =
-                        gaussian_power(projected.conics[id], [m[0] - pix[0], m[1] - pix[1]]);
-                    if power > F::zero() {
-                        continue;
+    let w = grid.width as usize;
+    let band = (TILE_SIZE as usize * w).max(1);
+    out.image
+        .par_chunks_mut(band * 3)
+        .zip(out.final_transmittance.par_chunks_mut(band))
+        .zip(out.n_contrib.par_chunks_mut(band))
+        .enumerate()
+        .for_each(|(ty, ((image, final_t), n_contrib))| {
+            let first_row = ty * TILE_SIZE as usize;
+            for tx in 0..grid.tiles_x as usize {
+                let tile = ty * grid.tiles_x as usize + tx;
+                let [start, end] = bins.tile_ranges[tile];
+                let list = &bins.gaussian_ids[start as usize..end as usize];
+                let (x0, y0, x1, y1) = grid.tile_pixels(tile);
+                for py in y0..y1 {
+                    for px in x0..x1 {
+                        let (rgb, t, last) = blend_pixel(projected, list, &cut, px, py);
+                        let pixel = (py as usize - first_row) * w + px as usize;
+                        for ch in 0..3 {
+                            image[pixel * 3 + ch] = rgb[ch] + t * bg[ch];
+                        }
+                        final_t[pixel] = t;
+                        n_contrib[pixel] = last;
                     }
-                    let alpha = (projected.opacities[id] * power.exp()).min(cut.alpha_max);
-                    if alpha < cut.alpha_min {
-                        continue;
-                    }
-                    let next_t = t * (F::one() - alpha);
-                    if next_t < cut.transmittance_min {
-                        break;
-                    }
-                    let c = projected.colors[id];
-                    for ch in 0..3 {
-                        rgb[ch] += c[ch] * alpha * t;
-                    }
-                    t = next_t;
-                    last = k as u32 + 1;
                 }
-                let pixel = py as usize * grid.width as usize + px as usize;
-                for ch in 0..3 {
-                    out.image[pixel * 3 + ch] = rgb[ch] + t * bg[ch];
-                }
-                out.final_transmittance[pixel] = t;
-                out.n_contrib[pixel] = last;
             }
+        });
+}
+
+/// One pixel's front-to-back blend over its tile's `list`: colour (before the background), final
+/// transmittance, and the count of list entries up to the last one blended.
+#[inline]
+fn blend_pixel<F: Real>(
+    projected: &Projected<F>,
+    list: &[u32],
+    cut: &CutoffsF<F>,
+    px: u32,
+    py: u32,
+) -> ([F; 3], F, u32) {
+    let pix = [F::c(px as f64 + 0.5), F::c(py as f64 + 0.5)];
+    let mut t = F::one();
+    let mut rgb = [F::zero(); 3];
+    let mut last = 0u32;
+    for (k, &id) in list.iter().enumerate() {
+        let id = id as usize;
+        let m = projected.means2d[id];
+        let power = gaussian_power(projected.conics[id], [m[0] - pix[0], m[1] - pix[1]]);
+        if power > F::zero() {
+            continue;
         }
+        let alpha = (projected.opacities[id] * power.exp()).min(cut.alpha_max);
+        if alpha < cut.alpha_min {
+            continue;
+        }
+        let next_t = t * (F::one() - alpha);
+        if next_t < cut.transmittance_min {
+            break;
+        }
+        let c = projected.colors[id];
+        for ch in 0..3 {
+            rgb[ch] += c[ch] * alpha * t;
+        }
+        t = next_t;
+        last = k as u32 + 1;
     }
+    (rgb, t, last)
 }

@@ -6,7 +6,9 @@ use crate::backend::Backend;
 use crate::types::{Bins, GaussianGrads, Projected, ProjectedGrads, RasterOutput, RenderSettings};
 use crate::{bin, project, project_bwd, rasterize_bwd, rasterize_fwd};
 
-/// Single-threaded, readable, and the oracle every other backend is compared against.
+/// Readable, and the oracle every other backend is compared against. Plain per-Gaussian and per-pixel
+/// loops; only the rasterizer uses more than one thread, and only where that cannot change a bit (rows
+/// of tiles in parallel; the backward's additions in the one-thread order).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ReferenceBackend;
 
