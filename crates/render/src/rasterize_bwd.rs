@@ -149,8 +149,11 @@ impl<F: Real> Sweep<'_, F> {
                     if power > F::zero() {
                         continue;
                     }
-                    let g = power.exp();
                     let o = projected.opacities[id as usize];
+                    if power < cut.power_min && o <= F::one() {
+                        continue;
+                    }
+                    let g = power.exp();
                     let alpha_raw = o * g;
                     let alpha = alpha_raw.min(cut.alpha_max);
                     if alpha < cut.alpha_min {
