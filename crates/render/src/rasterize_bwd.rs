@@ -150,7 +150,7 @@ impl<F: Real> Sweep<'_, F> {
                         continue;
                     }
                     let o = projected.opacities[id as usize];
-                    if power < cut.power_min && o <= F::one() {
+                    if cut.fails_alpha_without_exp(power, o) {
                         continue;
                     }
                     let g = power.exp();

@@ -30,8 +30,9 @@ pub struct CutoffsF<F> {
     pub transmittance_min: F,
     /// Below this power `alpha < alpha_min` for any opacity in `[0, 1]`, however `exp` rounds:
     /// `ln(alpha_min)` less a margin of 0.01 (a factor 0.99, far above the rounding of `exp` and of the
-    /// product). A pair under it is skipped without calling `exp`, with the same bits: on a trained scene
-    /// most pairs of a tile's list lie outside the Gaussian's ellipse, so this takes over half of the reference's time off.
+    /// product). A pair under it is skipped without calling `exp`, with the same bits: on a trained
+    /// scene most pairs of a tile's list lie outside the Gaussian's ellipse, so this takes over half
+    /// of the reference's time off.
     pub power_min: F,
 }
 
@@ -44,6 +45,14 @@ impl<F: Real> CutoffsF<F> {
             // ln(0) = -inf, and no pair is below it.
             power_min: F::c(c.alpha_min.ln() - 0.01),
         }
+    }
+
+    /// True when the pair's alpha is sure to fail the `alpha_min` test, decided without `exp`: its
+    /// power is under [`Self::power_min`] and its opacity at most 1. NaN or out-of-range opacities
+    /// answer false and take the full test. Forward and backward share it, so they skip alike.
+    #[inline(always)]
+    pub fn fails_alpha_without_exp(&self, power: F, opacity: F) -> bool {
+        power < self.power_min && opacity <= F::one()
     }
 }
 
@@ -119,7 +128,7 @@ fn blend_pixel<F: Real>(
             continue;
         }
         let o = projected.opacities[id];
-        if power < cut.power_min && o <= F::one() {
+        if cut.fails_alpha_without_exp(power, o) {
             continue;
         }
         let alpha = (o * power.exp()).min(cut.alpha_max);
@@ -144,8 +153,9 @@ fn blend_pixel<F: Real>(
 mod tests {
     use super::*;
 
-    /// The shortcut's promise, checked where it is tightest (opacity 1, powers just under `power_min`,
-    /// for every scalar type and a few cutoffs): the pair it skips would have been skipped by the alpha test.
+    /// The shortcut's promise, checked where it is tightest (opacity 1, powers just under
+    /// `power_min`, for every scalar type and a few cutoffs): the pair it skips would have been
+    /// skipped by the alpha test. Opacities it cannot vouch for are not skipped.
     fn skipped_pairs_fail_the_alpha_test<F: Real>() {
         for alpha_min in [1.0 / 255.0, 0.01, 0.5, 1e-6] {
             let cut = CutoffsF::<F>::new(&Cutoffs {
@@ -156,7 +166,11 @@ mod tests {
             for _ in 0..200_000 {
                 // Down from the bound in relative steps of 1e-7 (about one f32 ulp), 2% in all.
                 power = power - power.abs() * F::c(1e-7);
+                for o in [F::c(1.000_001), F::c(f64::NAN)] {
+                    assert!(!cut.fails_alpha_without_exp(power, o));
+                }
                 for o in [F::one(), F::c(0.999_999), F::c(0.5)] {
+                    assert!(cut.fails_alpha_without_exp(power, o));
                     let alpha = (o * power.exp()).min(cut.alpha_max);
                     assert!(
                         alpha < cut.alpha_min,
