@@ -12,6 +12,7 @@ use splat_render::cpu::CpuBackend;
 use splat_render::{Backend, Buffers, ReferenceBackend, RenderSettings};
 use splat_train::densify;
 use splat_train::loss::{loss_grad_and_psnr, SsimScratch};
+use splat_train::TrainConfig;
 
 fn rel(a: &[f32], b: &[f32]) -> (f64, f64) {
     let (mut num, mut den, mut max_abs) = (0.0f64, 0.0f64, 0.0f64);
@@ -69,25 +70,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut ssim = SsimScratch::default();
     let mut grad_image = Vec::new();
     let mut worst: Vec<(&str, f64)> = Vec::new();
+    let cfg = TrainConfig::default();
     for view in &ds.train {
         let cam = &view.camera;
         view.image.to_f32(&mut target);
         let (w, h) = (cam.width as usize, cam.height as usize);
-        let mut loss = [0.0; 2];
         for k in 0..2 {
             splat_render::render(backends[k].as_mut(), &g, cam, &settings, &mut bufs[k]);
             // Both backwards get the reference's loss gradient, so only the backends differ.
             if k == 0 {
-                let (lv, _) = loss_grad_and_psnr(
+                loss_grad_and_psnr(
                     &bufs[0].raster.image,
                     &target,
                     w,
                     h,
-                    0.2,
+                    cfg.lambda_dssim,
                     &mut ssim,
                     &mut grad_image,
                 );
-                loss[0] = lv.loss;
             }
             splat_render::backward(
                 backends[k].as_mut(),
@@ -150,7 +150,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let (ar, af) = (avg(&stats[0]), avg(&stats[1]));
     let (e, _) = rel(&af, &ar);
-    let thr = 0.0002;
+    let thr = cfg.densify_grad_threshold as f32;
     let over_r = ar.iter().filter(|&&x| x >= thr).count();
     let over_f = af.iter().filter(|&&x| x >= thr).count();
     let disagree = ar
