@@ -40,13 +40,15 @@ pub fn rasterize_backward<F: Real>(
 ) {
     assert_eq!(grad_image.len(), raster.image.len(), "grad_image size");
     out.reset(projected.len());
+    let cut = CutoffsF::<F>::new(&settings.cutoffs);
     let sweep = Sweep {
         projected,
+        power_floors: cut.power_floors(projected),
         bins,
         grid,
         raster,
         grad_image,
-        cut: CutoffsF::<F>::new(&settings.cutoffs),
+        cut,
         bg: settings.background.map(|v| F::c(v as f64)),
     };
     let threads = rayon::current_num_threads();
@@ -117,6 +119,8 @@ impl<F: Real> PairGrads<F> {
 /// What every tile's backward sweep reads.
 struct Sweep<'a, F> {
     projected: &'a Projected<F>,
+    /// [`CutoffsF::power_floor`] per Gaussian, as in the forward (the two skip alike).
+    power_floors: Vec<F>,
     bins: &'a Bins,
     grid: &'a TileGrid,
     raster: &'a RasterOutput<F>,
@@ -149,10 +153,10 @@ impl<F: Real> Sweep<'_, F> {
                     if power > F::zero() {
                         continue;
                     }
-                    let o = projected.opacities[id as usize];
-                    if cut.fails_alpha_without_exp(power, o) {
+                    if power < self.power_floors[id as usize] {
                         continue;
                     }
+                    let o = projected.opacities[id as usize];
                     let g = power.exp();
                     let alpha_raw = o * g;
                     let alpha = alpha_raw.min(cut.alpha_max);

@@ -3,8 +3,9 @@
 //! For each pixel (centre `p`) and each Gaussian of its tile's list in order, with `d = mean2d - p` and conic
 //! `(a, b, c)`:
 //! `power = -0.5 (a dx^2 + c dy^2) - b dx dy`; skip if `power > 0`;
-//! `alpha = min(0.99, opacity exp(power))`; skip if `alpha < 1/255` (decided without `exp` for pairs far
-//! outside the ellipse, see [`CutoffsF::power_min`]: the same result, 2.3x faster on a trained scene);
+//! `alpha = min(0.99, opacity exp(power))`; skip if `alpha < 1/255` (decided without `exp` where the
+//! power is under the Gaussian's floor, see [`CutoffsF::power_floor`]: the same result, much faster on
+//! trained scenes, where most pairs lie far outside the ellipse or belong to faint Gaussians);
 //! stop before the step that would bring `T` below `1e-4`; otherwise `C += colour alpha T`, `T *= 1 - alpha`.
 //! Finally `C += T background`. The final `T` and the count of list entries up to the last blended one are
 //! kept for the backward.
@@ -28,13 +29,11 @@ pub struct CutoffsF<F> {
     pub alpha_min: F,
     pub alpha_max: F,
     pub transmittance_min: F,
-    /// Below this power `alpha < alpha_min` for any opacity in `[0, 1]`, however `exp` rounds:
-    /// `ln(alpha_min)` less a margin of 0.01 (a factor 0.99, far above the rounding of `exp` and of the
-    /// product). A pair under it is skipped without calling `exp`, with the same bits: on a trained
-    /// scene most pairs of a tile's list lie outside the Gaussian's ellipse, so this takes over half
-    /// of the reference's time off.
-    pub power_min: F,
 }
+
+/// The margin of [`CutoffsF::power_floor`]: a factor `e^-0.01 = 0.990` on alpha, far above the rounding
+/// of `ln`, `exp` and the products (a few units in the last place of the scalar type).
+const FLOOR_MARGIN: f64 = 0.01;
 
 impl<F: Real> CutoffsF<F> {
     pub fn new(c: &Cutoffs) -> Self {
@@ -42,17 +41,28 @@ impl<F: Real> CutoffsF<F> {
             alpha_min: F::c(c.alpha_min),
             alpha_max: F::c(c.alpha_max),
             transmittance_min: F::c(c.transmittance_min),
-            // ln(0) = -inf, and no pair is below it.
-            power_min: F::c(c.alpha_min.ln() - 0.01),
         }
     }
 
-    /// True when the pair's alpha is sure to fail the `alpha_min` test, decided without `exp`: its
-    /// power is under [`Self::power_min`] and its opacity at most 1. NaN or out-of-range opacities
-    /// answer false and take the full test. Forward and backward share it, so they skip alike.
-    #[inline(always)]
-    pub fn fails_alpha_without_exp(&self, power: F, opacity: F) -> bool {
-        power < self.power_min && opacity <= F::one()
+    /// The power below which a Gaussian of this opacity is sure to fail the `alpha_min` test, however
+    /// `exp` rounds: `ln(alpha_min / opacity)` less [`FLOOR_MARGIN`], so under it `opacity exp(power)` is
+    /// at most `0.99 alpha_min`. A pair under its Gaussian's floor is skipped without calling `exp`,
+    /// with the same bits: on a trained scene most pairs of a tile's list lie outside the Gaussian's
+    /// ellipse, and after an opacity reset (opacity 0.01, floor -0.95) most of the rest too. A zero
+    /// opacity gives `+inf` (every pair skipped: its alpha is 0); NaN or negative opacities give NaN
+    /// and `alpha_min = 0` gives `-inf`, which skip nothing (the full test decides).
+    #[inline]
+    pub fn power_floor(&self, opacity: F) -> F {
+        (self.alpha_min / opacity).ln() - F::c(FLOOR_MARGIN)
+    }
+
+    /// [`Self::power_floor`] of every Gaussian of `projected`, indexed by Gaussian id.
+    pub fn power_floors(&self, projected: &Projected<F>) -> Vec<F> {
+        projected
+            .opacities
+            .par_iter()
+            .map(|&o| self.power_floor(o))
+            .collect()
     }
 }
 
@@ -76,6 +86,7 @@ pub fn rasterize_forward<F: Real>(
 ) {
     out.resize(grid.width, grid.height);
     let cut = CutoffsF::<F>::new(&settings.cutoffs);
+    let floors = cut.power_floors(projected);
     let bg = settings.background.map(|v| F::c(v as f64));
     let w = grid.width as usize;
     let band = (TILE_SIZE as usize * w).max(1);
@@ -93,7 +104,7 @@ pub fn rasterize_forward<F: Real>(
                 let (x0, y0, x1, y1) = grid.tile_pixels(tile);
                 for py in y0..y1 {
                     for px in x0..x1 {
-                        let (rgb, t, last) = blend_pixel(projected, list, &cut, px, py);
+                        let (rgb, t, last) = blend_pixel(projected, &floors, list, &cut, px, py);
                         let pixel = (py as usize - first_row) * w + px as usize;
                         for ch in 0..3 {
                             image[pixel * 3 + ch] = rgb[ch] + t * bg[ch];
@@ -111,6 +122,7 @@ pub fn rasterize_forward<F: Real>(
 #[inline]
 fn blend_pixel<F: Real>(
     projected: &Projected<F>,
+    power_floors: &[F],
     list: &[u32],
     cut: &CutoffsF<F>,
     px: u32,
@@ -127,10 +139,10 @@ fn blend_pixel<F: Real>(
         if power > F::zero() {
             continue;
         }
-        let o = projected.opacities[id];
-        if cut.fails_alpha_without_exp(power, o) {
+        if power < power_floors[id] {
             continue;
         }
+        let o = projected.opacities[id];
         let alpha = (o * power.exp()).min(cut.alpha_max);
         if alpha < cut.alpha_min {
             continue;
@@ -153,41 +165,62 @@ fn blend_pixel<F: Real>(
 mod tests {
     use super::*;
 
-    /// The shortcut's promise, checked where it is tightest (opacity 1, powers just under
-    /// `power_min`, for every scalar type and a few cutoffs): the pair it skips would have been
-    /// skipped by the alpha test. Opacities it cannot vouch for are not skipped.
-    fn skipped_pairs_fail_the_alpha_test<F: Real>() {
+    /// The floor's promise, checked where it is tightest (powers from just under the floor down by
+    /// 2%, in steps of about one f32 ulp), for both scalar types, a few cutoffs and opacities from
+    /// subnormal to above 1: a pair under its floor fails the alpha test. Opacities it cannot vouch for
+    /// skip nothing.
+    fn pairs_under_the_floor_fail_the_alpha_test<F: Real>() {
         for alpha_min in [1.0 / 255.0, 0.01, 0.5, 1e-6] {
             let cut = CutoffsF::<F>::new(&Cutoffs {
                 alpha_min,
                 ..Cutoffs::default()
             });
-            let mut power = cut.power_min;
-            for _ in 0..200_000 {
-                // Down from the bound in relative steps of 1e-7 (about one f32 ulp), 2% in all.
-                power = power - power.abs() * F::c(1e-7);
-                for o in [F::c(1.000_001), F::c(f64::NAN)] {
-                    assert!(!cut.fails_alpha_without_exp(power, o));
+            for o in [
+                1e-42, 1e-30, 1e-6, 0.003, 0.01, 0.3, 0.999_999, 1.0, 1.000_001, 7.0, 1e3,
+            ] {
+                let o = F::c(o);
+                let floor = cut.power_floor(o);
+                if !floor.is_finite() {
+                    // `alpha_min / o` overflowed: o is subnormal, and so is its alpha.
+                    assert!(floor == F::c(f64::INFINITY) && o < cut.alpha_min);
+                    continue;
                 }
-                for o in [F::one(), F::c(0.999_999), F::c(0.5)] {
-                    assert!(cut.fails_alpha_without_exp(power, o));
+                // A floor above 0 skips every pair with power <= 0 (those above 0 are skipped first).
+                let mut power = floor.min(F::zero());
+                for _ in 0..20_000 {
+                    power = power - power.abs().max(F::c(1e-30)) * F::c(1e-6);
                     let alpha = (o * power.exp()).min(cut.alpha_max);
                     assert!(
                         alpha < cut.alpha_min,
-                        "alpha_min {alpha_min}: alpha {alpha:?} at {power:?}"
+                        "alpha_min {alpha_min}, opacity {o:?}: alpha {alpha:?} at {power:?}"
                     );
                 }
+                // Over the floor by twice the margin, the pair passes (the floor is not far too low).
+                let above = floor + F::c(2.0 * FLOOR_MARGIN);
+                if above <= F::zero() {
+                    assert!((o * above.exp()).min(cut.alpha_max) >= cut.alpha_min);
+                }
+            }
+            assert_eq!(cut.power_floor(F::zero()), F::c(f64::INFINITY));
+            for o in [f64::NAN, -0.5, -0.0, f64::INFINITY] {
+                let floor = cut.power_floor(F::c(o));
+                assert!(!(F::c(-1e30) < floor), "opacity {o}: floor {floor:?}");
             }
         }
+        let no_cutoff = CutoffsF::<F>::new(&Cutoffs {
+            alpha_min: 0.0,
+            ..Cutoffs::default()
+        });
+        assert_eq!(no_cutoff.power_floor(F::c(0.5)), F::c(f64::NEG_INFINITY));
     }
 
     #[test]
-    fn skipped_pairs_fail_the_alpha_test_f32() {
-        skipped_pairs_fail_the_alpha_test::<f32>();
+    fn pairs_under_the_floor_fail_the_alpha_test_f32() {
+        pairs_under_the_floor_fail_the_alpha_test::<f32>();
     }
 
     #[test]
-    fn skipped_pairs_fail_the_alpha_test_f64() {
-        skipped_pairs_fail_the_alpha_test::<f64>();
+    fn pairs_under_the_floor_fail_the_alpha_test_f64() {
+        pairs_under_the_floor_fail_the_alpha_test::<f64>();
     }
 }
