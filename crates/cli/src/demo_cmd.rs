@@ -47,6 +47,7 @@ pub fn demo(args: DemoArgs) -> Result<()> {
             ..TrainConfig::default()
         },
         checkpoint_every: 1000,
+        backend: Some(args.backend.value_name()),
     };
     let ds = load_dataset(&data, &cfg.load)?;
     let mut progress = Progress::new(0, cfg.train.iterations);

@@ -132,9 +132,9 @@ pub struct TrainArgs {
     /// Write a checkpoint every N optimizer steps (0: only at the end).
     #[arg(long, default_value_t = 1000)]
     pub checkpoint_every: u64,
-    /// Pipeline implementation.
-    #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
-    pub backend: BackendArg,
+    /// Pipeline implementation [default: cpu; with --resume, the one the run was started on].
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendArg>,
     /// With a GPU: run every step through the per-stage interface (each stage's data copied to the device
     /// and back, the loss and Adam on the CPU) instead of resident blocks of steps. For comparisons.
     #[arg(long)]
@@ -296,6 +296,14 @@ pub enum ChosenBackend {
 }
 
 impl BackendArg {
+    /// The name `--backend` takes, as recorded in a run's `config.json`.
+    pub fn value_name(self) -> String {
+        self.to_possible_value()
+            .expect("no variant is skipped")
+            .get_name()
+            .to_owned()
+    }
+
     /// Opens the GPU when one is wanted and prints which adapter was chosen.
     pub fn choose(self) -> Result<ChosenBackend> {
         use splat_gpu::{AdapterChoice, GpuContext};
@@ -444,6 +452,42 @@ impl Progress {
     }
 }
 
+/// The backend of a run: `--backend` when given, else the one `config.json` records (a resumed run
+/// goes on where it started), else the default. Says so when `--backend` changes a resumed run's.
+fn resolve_backend(arg: Option<BackendArg>, cfg: &RunConfig, say: bool) -> Result<BackendArg> {
+    let recorded = match cfg.backend.as_deref() {
+        None => None,
+        Some(name) => Some(BackendArg::from_str(name, true).map_err(|_| {
+            anyhow::anyhow!(
+                "config.json names the backend {name:?}, which this build does not know; choose one with --backend"
+            )
+        })?),
+    };
+    Ok(match (arg, recorded) {
+        (Some(a), Some(r)) if a != r => {
+            if say {
+                eprintln!(
+                    "note: the run was started on the {} backend; going on with --backend {}",
+                    r.value_name(),
+                    a.value_name()
+                );
+            }
+            a
+        }
+        (Some(a), _) => a,
+        (None, Some(r)) => r,
+        (None, None) => {
+            if say {
+                eprintln!(
+                    "note: config.json does not say which backend the run was started on (an older splat wrote it); using {}",
+                    BackendArg::default().value_name()
+                );
+            }
+            BackendArg::default()
+        }
+    })
+}
+
 pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
     let (rank, ranks) = (collective.rank(), collective.size());
     let (dir, cfg, start) = match &args.resume {
@@ -491,6 +535,7 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
                 load: args.data_args.options(args.eval)?,
                 train,
                 checkpoint_every: args.checkpoint_every,
+                backend: Some(args.backend.unwrap_or_default().value_name()),
             };
             (
                 args.out.clone().expect("required by clap"),
@@ -517,7 +562,7 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
         Start::Fresh => 0,
     };
     let steps = cfg.train.per_step().iterations;
-    let backend = args.backend.choose()?;
+    let backend = resolve_backend(args.backend, &cfg, rank == 0)?.choose()?;
     if rank == 0 {
         eprintln!(
             "training {steps} steps{} on the {} backend{} into {}",

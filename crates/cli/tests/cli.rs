@@ -170,6 +170,8 @@ fn train_eval_render_and_resume_on_a_generated_capture() {
             "20",
             "--stop-after",
             "30",
+            "--backend",
+            "reference",
         ],
         dir.path(),
     );
@@ -187,7 +189,10 @@ fn train_eval_render_and_resume_on_a_generated_capture() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("resuming"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("resuming"), "{err}");
+    // The resumed run goes on on the backend it was started on.
+    assert!(err.contains("on the reference backend"), "{err}");
     let metrics: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(dir.path().join("run/metrics.json")).unwrap(),
     )
@@ -204,6 +209,7 @@ fn train_eval_render_and_resume_on_a_generated_capture() {
     }
     assert_eq!(metrics["iterations"], 40);
     assert_eq!(metrics["split"], "test");
+    assert_eq!(metrics["backend"], "reference");
     check_report(&dir.path().join("run/report.html"), &metrics);
 
     let out = splat(&["eval", "run"], dir.path());

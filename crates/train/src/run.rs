@@ -28,6 +28,10 @@ pub struct RunConfig {
     pub load: LoadOptions,
     pub train: TrainConfig,
     pub checkpoint_every: u64,
+    /// The backend the run was started on (the CLI's `--backend` value), which `--resume` uses unless
+    /// told otherwise. Absent in configs written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
 }
 
 /// Progress of the latest checkpoint, beside it (`checkpoints/latest.json`).

@@ -51,6 +51,7 @@ fn resumed_run_is_bitwise_identical_to_an_uninterrupted_one() {
         load,
         train: short_config(130),
         checkpoint_every: 40,
+        backend: None,
     };
     let full = tmp.path().join("full");
     let m_full = run::train_run(&full, &cfg, &ds, Start::Fresh, &cpu, None, &mut |_| {})
@@ -132,6 +133,7 @@ fn the_demo_scene_trains_to_a_useful_psnr() {
             ..TrainConfig::default()
         },
         checkpoint_every: 0,
+        backend: None,
     };
     let m = run::train_run(
         &tmp.path().join("out"),
