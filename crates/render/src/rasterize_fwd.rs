@@ -166,9 +166,9 @@ mod tests {
     use super::*;
 
     /// The floor's promise, checked where it is tightest (powers from just under the floor down by
-    /// 2%, in steps of about one f32 ulp), for both scalar types, a few cutoffs and opacities from
-    /// subnormal to above 1: a pair under its floor fails the alpha test. Opacities it cannot vouch for
-    /// skip nothing.
+    /// 2%, in relative steps of 1e-6, a few f32 ulps), for both scalar types, a few cutoffs and
+    /// opacities from subnormal to above 1: a pair under its floor fails the alpha test. Opacities it
+    /// cannot vouch for skip nothing.
     fn pairs_under_the_floor_fail_the_alpha_test<F: Real>() {
         for alpha_min in [1.0 / 255.0, 0.01, 0.5, 1e-6] {
             let cut = CutoffsF::<F>::new(&Cutoffs {
