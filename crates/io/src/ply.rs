@@ -8,7 +8,8 @@
 //! Read: properties are matched by name, so other orders, files without normals, any SH degree 0..=3,
 //! other scalar types, ASCII and big-endian bodies, and other elements around `vertex` all load. Nothing
 //! in a header is trusted for allocation: the body must hold the bytes the header announces before any
-//! buffer is sized from it. Every problem is a [`PlyError`] naming the file.
+//! buffer is sized from it. Every problem is a [`PlyError`] naming the file. A vertex element with
+//! `packed_position` is SuperSplat's compressed PLY, decoded by [`crate::formats::compressed_ply`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -76,14 +77,14 @@ pub enum PlyErrorKind {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Format {
+pub(crate) enum Format {
     Ascii,
     BinaryLe,
     BinaryBe,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ScalarType {
+pub(crate) enum ScalarType {
     I8,
     U8,
     I16,
@@ -109,7 +110,7 @@ impl ScalarType {
         })
     }
 
-    fn size(self) -> usize {
+    pub(crate) fn size(self) -> usize {
         match self {
             ScalarType::I8 | ScalarType::U8 => 1,
             ScalarType::I16 | ScalarType::U16 => 2,
@@ -144,35 +145,35 @@ impl ScalarType {
 }
 
 #[derive(Clone, Debug)]
-enum PropertyKind {
+pub(crate) enum PropertyKind {
     Scalar(ScalarType),
     List { count: ScalarType, item: ScalarType },
 }
 
 #[derive(Clone, Debug)]
-struct Property {
-    name: String,
-    kind: PropertyKind,
+pub(crate) struct Property {
+    pub(crate) name: String,
+    pub(crate) kind: PropertyKind,
 }
 
 #[derive(Clone, Debug)]
-struct Element {
-    name: String,
-    count: u64,
-    properties: Vec<Property>,
+pub(crate) struct Element {
+    pub(crate) name: String,
+    pub(crate) count: u64,
+    pub(crate) properties: Vec<Property>,
 }
 
-struct Header {
-    format: Format,
-    elements: Vec<Element>,
+pub(crate) struct Header {
+    pub(crate) format: Format,
+    pub(crate) elements: Vec<Element>,
     /// Byte offset of the body.
-    body_start: usize,
+    pub(crate) body_start: usize,
 }
 
 /// Headers longer than this are rejected (real ones are a few KiB).
 const MAX_HEADER_BYTES: usize = 1 << 20;
 
-fn parse_header(bytes: &[u8]) -> Result<Header, PlyErrorKind> {
+pub(crate) fn parse_header(bytes: &[u8]) -> Result<Header, PlyErrorKind> {
     if !bytes.starts_with(b"ply\n") && !bytes.starts_with(b"ply\r\n") {
         return Err(PlyErrorKind::NotPly);
     }
@@ -457,6 +458,9 @@ fn parse(bytes: &[u8]) -> Result<Gaussians<f32>, PlyErrorKind> {
         body.skip_element(el)?;
     }
     let el = &header.elements[vertex_index];
+    if el.properties.iter().any(|p| p.name == "packed_position") {
+        return crate::formats::compressed_ply::decode(&header, bytes);
+    }
     let cols = columns(el)?;
     let n_props = el.properties.len();
     let types: Vec<ScalarType> = el
