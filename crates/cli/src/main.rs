@@ -2,6 +2,7 @@
 //! one clear line on stderr and a non-zero exit code.
 
 mod bench_cmd;
+mod convert_cmd;
 mod demo_cmd;
 #[cfg(feature = "mpi")]
 mod mpi_collective;
@@ -19,8 +20,9 @@ use clap::{Parser, Subcommand};
     version,
     about = "3D Gaussian Splatting: render, train, evaluate and export splat scenes",
     long_about = "3D Gaussian Splatting in Rust.\n\n\
-        Scenes are the standard INRIA PLY layout that every splat viewer opens. Run `splat <command> --help` \
-        for the options of each command."
+        Scenes are written as the standard INRIA PLY that every splat viewer opens, and read and written \
+        in every format splats are shared in (compressed PLY, .splat, SPZ, SOG, glTF/GLB: see `splat convert`). \
+        Run `splat <command> --help` for the options of each command."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -42,8 +44,10 @@ enum Command {
     Render(render_cmd::RenderArgs),
     /// Write the built-in scene as an INRIA PLY.
     BuiltinScene(render_cmd::BuiltinArgs),
-    /// Print what a PLY scene holds: count, SH degree, bounds.
+    /// Print what a scene holds (any format): count, SH degree, bounds.
     Info(render_cmd::InfoArgs),
+    /// Convert a scene between formats: PLY, compressed PLY, .splat, SPZ, SOG, glTF/GLB.
+    Convert(convert_cmd::ConvertArgs),
     /// Serve an interactive viewer of a scene in the browser (frames rendered by splat).
     View(view_cmd::ViewArgs),
 }
@@ -95,6 +99,7 @@ fn main() -> ExitCode {
         Command::Render(args) => render_cmd::render(args),
         Command::BuiltinScene(args) => render_cmd::write_builtin_scene(args),
         Command::Info(args) => render_cmd::info(args),
+        Command::Convert(args) => convert_cmd::convert(args),
         Command::View(args) => view_cmd::view(args),
     };
     match result {

@@ -30,7 +30,8 @@ pub fn parse_vec3(s: &str) -> Result<[f64; 3], String> {
 
 #[derive(Args)]
 pub struct RenderArgs {
-    /// INRIA PLY to render. Without it, the built-in scene is rendered.
+    /// Scene to render, in any format splat reads (see `splat convert --help`). Without it, the
+    /// built-in scene is rendered.
     pub ply: Option<PathBuf>,
     /// Output PNG (with --data: output folder).
     #[arg(long, short, default_value = "render.png")]
@@ -129,7 +130,7 @@ pub fn render(args: RenderArgs) -> Result<()> {
         );
     }
     let (gaussians, builtin) = match &args.ply {
-        Some(path) => (splat_io::read_ply(path)?, false),
+        Some(path) => (crate::convert_cmd::load_scene(path)?, false),
         None => {
             if args.gaussians == 0 || args.gaussians > 50_000_000 {
                 bail!("--gaussians {} is outside 1..=50000000", args.gaussians);
@@ -246,14 +247,19 @@ pub fn write_builtin_scene(args: BuiltinArgs) -> Result<()> {
 
 #[derive(Args)]
 pub struct InfoArgs {
-    /// INRIA PLY.
+    /// Scene in any format splat reads (see `splat convert --help`), or a training output folder.
     pub ply: PathBuf,
 }
 
 pub fn info(args: InfoArgs) -> Result<()> {
-    let g = splat_io::read_ply(&args.ply)?;
+    let file = crate::convert_cmd::scene_file(&args.ply);
+    let g = splat_io::read_scene(&file)?;
+    let format = std::fs::read(&file)
+        .ok()
+        .and_then(|b| splat_io::formats::detect(&b, &file).ok())
+        .map_or("SOG folder".to_string(), |f| f.to_string());
     println!(
-        "{}: {} Gaussians, SH degree {}",
+        "{} ({format}): {} Gaussians, SH degree {}",
         args.ply.display(),
         g.len(),
         g.sh_degree

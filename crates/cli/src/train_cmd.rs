@@ -139,6 +139,10 @@ pub struct TrainArgs {
     /// and back, the loss and Adam on the CPU) instead of resident blocks of steps. For comparisons.
     #[arg(long)]
     pub gpu_per_stage: bool,
+    /// Also write the result in these formats beside point_cloud.ply at the end of the run, e.g.
+    /// `--export spz,sog`: compressed-ply, splat, spz, sog, sog-folder, glb, gltf (see `splat convert`).
+    #[arg(long, value_delimiter = ',', value_parser = crate::convert_cmd::parse_format)]
+    pub export: Vec<splat_io::SceneFormat>,
     /// Serve the viewer while training (the current scene, step, loss, PSNR, Gaussian count); after
     /// training it keeps serving the result until Ctrl-C.
     #[arg(long)]
@@ -648,6 +652,9 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
         resident,
     )?;
     progress.finish();
+    if metrics.is_some() && rank == 0 {
+        crate::convert_cmd::export_run(&dir, &args.export)?;
+    }
     match metrics {
         Some(m) => {
             println!(
@@ -696,7 +703,7 @@ const LIVE_VIEW_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2
 
 #[derive(Args)]
 pub struct EvalArgs {
-    /// A training output folder (its point_cloud.ply) or a PLY file.
+    /// A training output folder (its point_cloud.ply) or a scene in any format splat reads.
     pub scene: PathBuf,
     /// Dataset whose test views are evaluated (default: the one the run in SCENE was trained on).
     #[arg(long)]
@@ -713,7 +720,7 @@ pub struct EvalArgs {
 
 /// The PLY of a scene argument and, for a run folder, its config.
 fn scene_and_config(scene: &Path) -> Result<(PathBuf, Option<RunConfig>)> {
-    if scene.is_dir() {
+    if scene.is_dir() && scene.join("point_cloud.ply").is_file() {
         let ply = scene.join("point_cloud.ply");
         let cfg = run::read_config(scene).ok();
         Ok((ply, cfg))
@@ -746,7 +753,7 @@ pub fn eval(args: EvalArgs) -> Result<()> {
     if args.data.is_none() && cfg.is_none() {
         bail!("--data is required when SCENE is not a training output folder");
     }
-    let g = splat_io::read_ply(&ply)?;
+    let g = splat_io::read_scene(&ply)?;
     let ds = eval_dataset(&args.data, &args.data_args, &cfg)?;
     let (views, split) = ds.eval_views();
     let degree = args.sh_degree.unwrap_or(g.sh_degree).min(g.sh_degree);
@@ -781,7 +788,7 @@ pub fn render_dataset(
     sh_degree: Option<usize>,
     backend: BackendArg,
 ) -> Result<()> {
-    let g = splat_io::read_ply(ply)?;
+    let g = crate::convert_cmd::load_scene(ply)?;
     let ds = load_dataset(data, &data_args.options(true)?)?;
     let (views, _) = ds.eval_views();
     std::fs::create_dir_all(out)

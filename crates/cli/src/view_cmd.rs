@@ -12,7 +12,8 @@ use crate::train_cmd::{load_dataset, DataArgs};
 
 #[derive(Args)]
 pub struct ViewArgs {
-    /// A PLY file, or a training output folder (its point_cloud.ply).
+    /// A scene in any format splat reads (see `splat convert --help`), or a training output folder
+    /// (its point_cloud.ply).
     pub scene: PathBuf,
     /// Dataset whose cameras the page lists, with each ground-truth photo beside the render.
     #[arg(long)]
@@ -58,12 +59,7 @@ pub fn dataset_views(ds: &splat_io::dataset::Dataset) -> Result<(Vec<DatasetView
 }
 
 pub fn view(args: ViewArgs) -> Result<()> {
-    let ply = if args.scene.is_dir() {
-        args.scene.join("point_cloud.ply")
-    } else {
-        args.scene.clone()
-    };
-    let gaussians = splat_io::read_ply(&ply)?;
+    let gaussians = crate::convert_cmd::load_scene(&args.scene)?;
     let mut background = [0.0f32; 3];
     let (views, mut up) = match &args.data {
         Some(data) => {
@@ -102,7 +98,7 @@ pub fn view(args: ViewArgs) -> Result<()> {
             args.host
         );
     }
-    eprintln!("{}: {count} Gaussians", ply.display());
+    eprintln!("{}: {count} Gaussians", args.scene.display());
     println!("viewer: {} (Ctrl-C to stop)", server.url());
     std::io::stdout().flush().ok();
     loop {

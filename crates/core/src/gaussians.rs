@@ -115,6 +115,22 @@ impl<F: Real> Gaussians<F> {
         self.sh_rest.extend_from_slice(sh_rest);
     }
 
+    /// The scene at another SH degree: higher coefficients dropped, missing ones zero.
+    pub fn with_sh_degree(&self, degree: usize) -> Self {
+        assert!(degree <= MAX_SH_DEGREE, "SH degree {degree} > 3");
+        let (old, new) = (self.sh_rest_len(), 3 * (sh_coeffs_for_degree(degree) - 1));
+        let mut sh_rest = Vec::with_capacity(self.len() * new);
+        for i in 0..self.len() {
+            let r = self.sh_rest_of(i);
+            sh_rest.extend((0..new).map(|j| if j < old { r[j] } else { F::zero() }));
+        }
+        Gaussians {
+            sh_rest,
+            sh_degree: degree,
+            ..self.clone()
+        }
+    }
+
     /// Checks that every array has the length the count and degree imply.
     pub fn check_consistent(&self) -> Result<(), String> {
         let n = self.len();

@@ -3,73 +3,20 @@
 //! and zero rotations), SH degrees 0..3, and counts 0, 1, around a chunk (255, 256, 257) and several
 //! chunks (1,000). Then detection and `read_scene` / `write_scene` on files.
 
-use rand::{Rng, SeedableRng};
+mod common;
+
+use common::{extreme_scene, quat_error};
 use splat_core::sh::SH_C0;
 use splat_core::Gaussians;
 use splat_io::formats::quant::{fit_codebook, morton_order, permuted, sigmoid, unit_quat};
 use splat_io::formats::{decode, encode, SceneFormat, WriteOptions};
 use std::path::Path;
 
-/// A scene whose values reach the edges of every format's range.
-fn extreme_scene(seed: u64, degree: usize, n: usize) -> Gaussians<f32> {
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut g = Gaussians::new(degree);
-    let rest_len = g.sh_rest_len();
-    for i in 0..n {
-        let far = i % 17 == 3;
-        let mean = std::array::from_fn(|_| {
-            let v: f32 = rng.random_range(-5.0..5.0);
-            if far {
-                v * 300.0
-            } else if i % 13 == 1 {
-                v * 1e-3
-            } else {
-                v
-            }
-        });
-        let log_scale = std::array::from_fn(|_| match i % 11 {
-            0 => rng.random_range(-25.0..-15.0),
-            1 => rng.random_range(3.0..8.0),
-            _ => rng.random_range(-8.0..0.5),
-        });
-        let rotation = if i % 19 == 5 {
-            [0.0; 4]
-        } else {
-            std::array::from_fn(|_| rng.random_range(-3.0..3.0))
-        };
-        let opacity = match i % 7 {
-            0 => rng.random_range(-16.0..-9.0),
-            1 => rng.random_range(9.0..16.0),
-            _ => rng.random_range(-4.0..4.0),
-        };
-        let dc = std::array::from_fn(|_| rng.random_range(-2.5..2.5));
-        let rest: Vec<f32> = (0..rest_len)
-            .map(|_| {
-                if i % 23 == 2 {
-                    rng.random_range(-6.0..6.0)
-                } else {
-                    rng.random_range(-0.6..0.6)
-                }
-            })
-            .collect();
-        g.push(mean, log_scale, rotation, opacity, dc, &rest);
-    }
-    g
-}
-
 const COUNTS: [usize; 6] = [0, 1, 255, 256, 257, 1000];
 
 fn round_trip(format: SceneFormat, g: &Gaussians<f32>, opts: &WriteOptions) -> Gaussians<f32> {
     let bytes = encode(format, g, opts).unwrap();
     decode(format, &bytes, Path::new("test-scene")).unwrap()
-}
-
-/// Largest |a - b| over components, after turning `b` to the same hemisphere as `a`.
-fn quat_error(a: [f32; 4], b: [f32; 4]) -> f64 {
-    let (a, b) = (unit_quat(a), unit_quat(b));
-    let dot: f64 = (0..4).map(|k| a[k] * b[k]).sum();
-    let s = if dot < 0.0 { -1.0 } else { 1.0 };
-    (0..4).map(|k| (a[k] - s * b[k]).abs()).fold(0.0, f64::max)
 }
 
 fn close(what: &str, i: usize, got: f32, want: f64, tol: f64) {
