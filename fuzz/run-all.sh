@@ -8,7 +8,8 @@ secs=${1:-600}
 shift || true
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(ply colmap_cameras_bin colmap_images_bin colmap_points_bin \
-  colmap_cameras_txt colmap_images_txt colmap_points_txt transforms_json poses_bounds_npy image)
+  colmap_cameras_txt colmap_images_txt colmap_points_txt transforms_json poses_bounds_npy image \
+  compressed_ply splat spz sog glb gltf)
 mkdir -p logs
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t" "artifacts/$t"

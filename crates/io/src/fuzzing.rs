@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use crate::dataset::{colmap, imageload, llff, transforms};
+use crate::formats::{self, SceneFormat};
 
 /// The readers that are fuzzed, by target name.
 pub const TARGETS: &[&str] = &[
@@ -21,6 +22,12 @@ pub const TARGETS: &[&str] = &[
     "transforms_json",
     "poses_bounds_npy",
     "image",
+    "compressed_ply",
+    "splat",
+    "spz",
+    "sog",
+    "glb",
+    "gltf",
 ];
 
 /// The name errors must carry; no file of this name is read.
@@ -80,6 +87,12 @@ pub fn run(target: &str, bytes: &[u8]) -> Result<bool, String> {
                 );
             })
             .map_err(|e| e.to_string()),
+        "compressed_ply" => scene_target(SceneFormat::CompressedPly, bytes, path),
+        "splat" => scene_target(SceneFormat::Splat, bytes, path),
+        "spz" => scene_target(SceneFormat::Spz, bytes, path),
+        "sog" => scene_target(SceneFormat::Sog, bytes, path),
+        "glb" => scene_target(SceneFormat::Glb, bytes, path),
+        "gltf" => scene_target(SceneFormat::Gltf, bytes, path),
         other => panic!("unknown fuzz target {other:?}; known: {TARGETS:?}"),
     };
     match outcome {
@@ -92,6 +105,32 @@ pub fn run(target: &str, bytes: &[u8]) -> Result<bool, String> {
             Err(message)
         }
     }
+}
+
+/// A scene reader's contract: what loads is finite and consistent, writes back in its format and
+/// reads again to the same count.
+fn scene_target(format: SceneFormat, bytes: &[u8], path: &Path) -> Result<(), String> {
+    let g = formats::decode(format, bytes, path).map_err(|e| e.to_string())?;
+    g.check_consistent().expect("consistent arrays");
+    let finite = g
+        .means
+        .iter()
+        .chain(&g.log_scales)
+        .flatten()
+        .chain(g.rotations.iter().flatten())
+        .chain(&g.opacity_logits)
+        .chain(g.sh_dc.iter().flatten())
+        .chain(&g.sh_rest)
+        .all(|v| v.is_finite());
+    assert!(finite, "a decoded {format} scene has a non-finite value");
+    // SOG re-encoding runs k-means: keep the fuzzer fast on large inputs.
+    if format != SceneFormat::Sog || g.len() <= 4096 {
+        let out = formats::encode(format, &g, &formats::WriteOptions::default())
+            .expect("a decoded scene writes back");
+        let again = formats::decode(format, &out, path).expect("a written scene reads back");
+        assert_eq!(again.len(), g.len(), "{format} round trip count");
+    }
+    Ok(())
 }
 
 fn check_cameras(c: &std::collections::BTreeMap<u32, colmap::ColmapCamera>) {
