@@ -27,4 +27,5 @@ pub use state::TrainState;
 pub use trainer::{Diverged, StageTimes, StepStats, Trainer};
 pub mod checkpoint;
 pub mod eval;
+pub mod fidelity;
 pub mod run;

@@ -224,7 +224,7 @@ impl FormatErrorKind {
             found,
         }
     }
-    pub(crate) fn with_path(self, path: &Path) -> FormatError {
+    pub fn with_path(self, path: &Path) -> FormatError {
         FormatError {
             path: path.to_path_buf(),
             kind: self,
