@@ -23,7 +23,7 @@ pub fn cluster(data: &[f32], dim: usize, k: usize, iterations: usize) -> Palette
         };
     }
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x5060);
-    let fit_n = n.min(8 * k);
+    let fit_n = n.min(4 * k);
     let mut fit: Vec<usize> = sample(&mut rng, n, fit_n).into_vec();
     fit.sort_unstable();
     let fit_data: Vec<f32> = fit

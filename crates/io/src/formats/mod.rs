@@ -7,10 +7,10 @@
 //! | format | bytes a splat (SH 3) | what is lost on a round trip |
 //! |---|---|---|
 //! | PLY | 248 | nothing |
-//! | compressed PLY | 16 + 45 (+ 72 per 256) | positions 11/10/11 bits and log-scales 11/10/11 bits in each 256-splat chunk's box (log-scales clamped to [-20, 20]); colour 8 bits in the chunk's range; opacity 8 bits; rotation smallest-three at 10 bits; SH 8 bits over [-4, 4]; the order (Morton) |
+//! | compressed PLY | 16 + 45 (+ 72 per 256 splats) | positions 11/10/11 bits and log-scales 11/10/11 bits in each 256-splat chunk's box (log-scales clamped to [-20, 20]); colour 8 bits in the chunk's range; opacity 8 bits; rotation smallest-three at 10 bits; SH 8 bits over [-4, 4]; the order (Morton) |
 //! | .splat | 32 | all SH above degree 0; colour and opacity 8 bits, colour clamped to [0, 1]; rotation 8 bits a component |
-//! | SPZ | ~ 64 before gzip | positions 24-bit fixed point, 1/4096 (clamped to +-2048); log-scales 1/16 over [-10, 5.9]; rotation smallest-three at 9 bits + sign (v3/v4; v2: 8 bits); opacity 8 bits; DC 8 bits at 0.15 a unit (+-3.3); SH 5 bits (degree 1) and 4 bits (above) over [-1, 1] |
-//! | SOG | ~ 14-20 after WebP | positions 16 bits a component in a `sign(x) ln(1 + abs(x))` domain; log-scales and DC through 256-entry codebooks (half an entry gap); opacity 8 bits; rotation smallest-three at 8 bits; SH through a k-means palette of at most 4,096 entries, each value through a 256-entry codebook; the order (Morton) |
+//! | SPZ | 65 before gzip or zstd (17.6 after, on the demo scene) | positions 24-bit fixed point, 1/4096 (clamped to +-2048); log-scales 1/16 over [-10, 5.9]; rotation smallest-three at 9 bits + sign (v3/v4; v2: x, y, z at 8 bits, w derived, poor near w = 0); opacity 8 bits; DC 8 bits at 0.15 a unit (+-3.3); SH 5 bits (degree 1) and 4 bits (above) over [-1, 1) |
+//! | SOG | about 20 after WebP (the demo scene) | positions 16 bits a component in a `sign(x) ln(1 + abs(x))` domain; log-scales and DC through 256-entry codebooks (half an entry gap); opacity 8 bits; rotation smallest-three at 8 bits; SH through a k-means palette of at most 4,096 entries, each value through a 256-entry codebook; the order (Morton) |
 //! | glTF / GLB | 248 | float rounding of `exp`, `sigmoid` and their inverses |
 //!
 //! Readers take bytes (the fuzz targets call them directly), check every count against the bytes
