@@ -67,7 +67,7 @@ pub fn measure(
         let t = Instant::now();
         let back = decode(format, &bytes, std::path::Path::new(format.name()))?;
         let read_seconds = t.elapsed().as_secs_f64();
-        let mut s = settings.clone();
+        let mut s = settings;
         s.sh_degree = back.sh_degree;
         let images = render_all(backend, &back, cameras, &s);
         let mean = images
