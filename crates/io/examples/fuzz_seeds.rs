@@ -63,53 +63,46 @@ fn main() {
         std::fs::write(dir.join(name), &bytes).unwrap();
         println!("{target}/{name}: {} bytes", bytes.len());
     };
-    let d = WriteOptions::default();
-    let enc = |f: SceneFormat, g: &Gaussians<f32>, o: &WriteOptions| encode(f, g, o).unwrap();
-    put(
-        "compressed_ply",
-        "deg1_3.compressed.ply",
-        enc(SceneFormat::CompressedPly, &scene(1, 1, 3), &d),
-    );
-    put(
-        "compressed_ply",
-        "deg0_300.compressed.ply",
-        enc(SceneFormat::CompressedPly, &scene(2, 0, 300), &d),
-    );
-    put(
-        "splat",
-        "four.splat",
-        enc(SceneFormat::Splat, &scene(3, 0, 4), &d),
-    );
-    for (v, degree, n) in [(2, 1, 3), (3, 3, 5), (4, 0, 10), (4, 2, 4)] {
-        let o = WriteOptions {
-            spz_version: v,
+    // (target, file name, format, SPZ version, seed, SH degree, splats)
+    let cases: [(&str, &str, SceneFormat, u32, u64, usize, usize); 11] = [
+        (
+            "compressed_ply",
+            "deg1_3.compressed.ply",
+            SceneFormat::CompressedPly,
+            3,
+            1,
+            1,
+            3,
+        ),
+        (
+            "compressed_ply",
+            "deg0_300.compressed.ply",
+            SceneFormat::CompressedPly,
+            3,
+            2,
+            0,
+            300,
+        ),
+        ("splat", "four.splat", SceneFormat::Splat, 3, 3, 0, 4),
+        ("spz", "v2_deg1_3.spz", SceneFormat::Spz, 2, 4, 1, 3),
+        ("spz", "v3_deg3_5.spz", SceneFormat::Spz, 3, 5, 3, 5),
+        ("spz", "v4_deg0_10.spz", SceneFormat::Spz, 4, 6, 0, 10),
+        ("spz", "v4_deg2_4.spz", SceneFormat::Spz, 4, 7, 2, 4),
+        ("sog", "deg1_5.sog", SceneFormat::Sog, 3, 10, 1, 5),
+        ("sog", "deg0_3.sog", SceneFormat::Sog, 3, 11, 0, 3),
+        ("glb", "deg1_3.glb", SceneFormat::Glb, 3, 12, 1, 3),
+        ("gltf", "deg0_2.gltf", SceneFormat::Gltf, 3, 13, 0, 2),
+    ];
+    for (target, name, format, spz_version, seed, degree, n) in cases {
+        let opts = WriteOptions {
+            spz_version,
             ..Default::default()
         };
         put(
-            "spz",
-            &format!("v{v}_deg{degree}_{n}.spz"),
-            enc(SceneFormat::Spz, &scene(4 + v as u64, degree, n), &o),
+            target,
+            name,
+            encode(format, &scene(seed, degree, n), &opts).unwrap(),
         );
     }
     put("spz", "v1_deg1_3.spz", spz_v1(&scene(9, 1, 3)));
-    put(
-        "sog",
-        "deg1_5.sog",
-        enc(SceneFormat::Sog, &scene(10, 1, 5), &d),
-    );
-    put(
-        "sog",
-        "deg0_3.sog",
-        enc(SceneFormat::Sog, &scene(11, 0, 3), &d),
-    );
-    put(
-        "glb",
-        "deg1_3.glb",
-        enc(SceneFormat::Glb, &scene(12, 1, 3), &d),
-    );
-    put(
-        "gltf",
-        "deg0_2.gltf",
-        enc(SceneFormat::Gltf, &scene(13, 0, 2), &d),
-    );
 }

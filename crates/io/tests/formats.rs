@@ -396,3 +396,89 @@ fn same_scene_same_bytes() {
         assert!(a == b, "{format} output differs between runs");
     }
 }
+
+/// Typed errors, naming the file, for each kind of damage the issue lists.
+#[test]
+fn damaged_files_give_typed_errors() {
+    let path = Path::new("/data/scene-file");
+    let g = extreme_scene(63, 1, 300);
+    let opts = |v| WriteOptions {
+        spz_version: v,
+        ..Default::default()
+    };
+    let err = |format: SceneFormat, bytes: &[u8]| -> String {
+        let e = decode(format, bytes, path).expect_err("damaged input accepted");
+        let msg = e.to_string();
+        assert!(msg.starts_with("/data/scene-file: "), "{msg}");
+        msg
+    };
+    // Truncated, every format.
+    for (format, v) in [
+        (SceneFormat::CompressedPly, 3),
+        (SceneFormat::Spz, 3),
+        (SceneFormat::Spz, 4),
+        (SceneFormat::Sog, 3),
+        (SceneFormat::Glb, 3),
+        (SceneFormat::Gltf, 3),
+    ] {
+        let bytes = encode(format, &g, &opts(v)).unwrap();
+        for cut in [bytes.len() / 3, bytes.len() - 7] {
+            err(format, &bytes[..cut]);
+        }
+    }
+    assert!(err(SceneFormat::Splat, &[0u8; 40]).contains("multiple of 32"));
+    // An absurd count in an SPZ v4 header (and in v3's, inside the gzip).
+    let mut v4 = encode(SceneFormat::Spz, &g, &opts(4)).unwrap();
+    v4[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(err(SceneFormat::Spz, &v4).contains("claims"));
+    v4[8..12].copy_from_slice(&1_000_000u32.to_le_bytes());
+    err(SceneFormat::Spz, &v4);
+    // Corrupt zstd: garbage in the first stream.
+    let mut v4 = encode(SceneFormat::Spz, &g, &opts(4)).unwrap();
+    let first = 32 + 16 * 6;
+    for b in &mut v4[first..first + 8] {
+        *b ^= 0x5a;
+    }
+    assert!(err(SceneFormat::Spz, &v4).contains("zstd"));
+    // Corrupt gzip.
+    let mut v3 = encode(SceneFormat::Spz, &g, &opts(3)).unwrap();
+    let mid = v3.len() / 2;
+    for b in &mut v3[mid..mid + 16] {
+        *b ^= 0xa5;
+    }
+    assert!(err(SceneFormat::Spz, &v3).contains("gzip"));
+    // Corrupt zip, and a corrupt WebP inside an intact zip.
+    let sog = encode(SceneFormat::Sog, &g, &WriteOptions::default()).unwrap();
+    assert!(err(SceneFormat::Sog, &sog[10..]).contains("zip"));
+    // A damaged image in the zip fails its CRC; in a SOG folder, the WebP decoder.
+    let mut damaged = sog.clone();
+    let at = damaged
+        .windows(4)
+        .position(|w| w == b"VP8L")
+        .expect("a lossless WebP")
+        + 12;
+    for b in &mut damaged[at..at + 24] {
+        *b = 0xff;
+    }
+    assert!(err(SceneFormat::Sog, &damaged).contains("checksum"));
+    let dir = tempfile::tempdir().unwrap();
+    let meta = dir.path().join("meta.json");
+    splat_io::write_scene(&meta, &g, SceneFormat::SogFolder, &WriteOptions::default()).unwrap();
+    let image = dir.path().join("quats.webp");
+    let mut webp = std::fs::read(&image).unwrap();
+    let n = webp.len();
+    for b in &mut webp[20..n.min(60)] {
+        *b = 0xff;
+    }
+    std::fs::write(&image, &webp).unwrap();
+    let e = splat_io::read_scene(&meta).unwrap_err().to_string();
+    assert!(e.contains("WebP") && e.contains("quats.webp"), "{e}");
+    // NaN in a GLB accessor and in a .splat record.
+    let mut glb = encode(SceneFormat::Glb, &g, &WriteOptions::default()).unwrap();
+    let n = glb.len();
+    glb[n - 4..].copy_from_slice(&f32::NAN.to_le_bytes());
+    assert!(err(SceneFormat::Glb, &glb).contains("not finite"));
+    let mut splat = encode(SceneFormat::Splat, &g, &WriteOptions::default()).unwrap();
+    splat[4..8].copy_from_slice(&f32::NAN.to_le_bytes());
+    assert!(err(SceneFormat::Splat, &splat).contains("not finite"));
+}

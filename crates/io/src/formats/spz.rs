@@ -457,6 +457,33 @@ mod tests {
         }
     }
 
+    /// Version 1: float16 positions, first-three rotations.
+    #[test]
+    fn version_1_reads() {
+        let mut raw = Vec::new();
+        raw.extend_from_slice(&MAGIC.to_le_bytes());
+        raw.extend_from_slice(&1u32.to_le_bytes());
+        raw.extend_from_slice(&2u32.to_le_bytes());
+        raw.extend_from_slice(&[0, 12, 0, 0]);
+        // Positions (1, -2, 0.5) and (0, 0, 0) as halves.
+        for h in [0x3c00u16, 0xc000, 0x3800, 0, 0, 0] {
+            raw.extend_from_slice(&h.to_le_bytes());
+        }
+        raw.extend_from_slice(&[255, 0]); // alphas
+        raw.extend_from_slice(&[128; 6]); // colours
+        raw.extend_from_slice(&[160; 6]); // scales: log-scale 0
+        raw.extend_from_slice(&[128, 128, 128, 255, 128, 128]); // rotations
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&raw).unwrap();
+        let g = decode(&gz.finish().unwrap()).unwrap();
+        assert_eq!(g.len(), 2);
+        assert_eq!(g.means[0], [1.0, -2.0, 0.5]);
+        assert_eq!(g.log_scales[1], [0.0; 3]);
+        assert!(g.opacity_logits[0] > 10.0 && g.opacity_logits[1] < -10.0);
+        assert!((g.rotations[0][0] - 1.0).abs() < 1e-4);
+        assert!((g.rotations[1][1] - 1.0).abs() < 1e-2);
+    }
+
     #[test]
     fn half_floats() {
         assert_eq!(half_to_f32(0x3c00), 1.0);
@@ -471,6 +498,9 @@ mod tests {
         assert_eq!(quantize_sh(0.0, 4), 128);
         assert_eq!(quantize_sh(-5.0, 4), 0);
         assert_eq!(quantize_sh(5.0, 4), 255);
-        assert_eq!(quantize_sh(0.03, 5) as i32 - 128, 0);
+        // 5 bits: steps of 8/128 around 128.
+        assert_eq!(quantize_sh(0.02, 5), 128);
+        assert_eq!(quantize_sh(0.05, 5), 136);
+        assert_eq!(quantize_sh(-0.05, 5), 120);
     }
 }
