@@ -4,6 +4,7 @@
 mod bench_cmd;
 mod convert_cmd;
 mod demo_cmd;
+mod eval_cmd;
 #[cfg(feature = "mpi")]
 mod mpi_collective;
 mod render_cmd;
@@ -38,7 +39,7 @@ enum Command {
     /// Time the training step stage by stage against this machine's measured peak.
     Bench(bench_cmd::BenchArgs),
     /// PSNR and SSIM of a trained scene on a dataset's test views.
-    Eval(train_cmd::EvalArgs),
+    Eval(eval_cmd::EvalArgs),
     /// Render a PLY scene (or the built-in scene) from one camera to a PNG, or with --data every test
     /// view of a dataset into a folder.
     Render(render_cmd::RenderArgs),
@@ -94,7 +95,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(args) => demo_cmd::demo(args),
         Command::Train(args) => train_cmd::train(args, collective),
-        Command::Eval(args) => train_cmd::eval(args),
+        Command::Eval(args) => eval_cmd::eval(args),
         Command::Bench(args) => bench_cmd::bench(args),
         Command::Render(args) => render_cmd::render(args),
         Command::BuiltinScene(args) => render_cmd::write_builtin_scene(args),

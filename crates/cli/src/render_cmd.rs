@@ -120,7 +120,7 @@ fn camera_for(args: &RenderArgs, g: &Gaussians, builtin: bool) -> Result<Camera>
 
 pub fn render(args: RenderArgs) -> Result<()> {
     if let (Some(data), Some(ply)) = (&args.data, &args.ply) {
-        return crate::train_cmd::render_dataset(
+        return crate::eval_cmd::render_dataset(
             ply,
             data,
             &args.data_args,

@@ -364,6 +364,12 @@ fn every_format_is_detected_and_read_from_a_file() {
             }
         }
     }
+    // A .splat whose first float starts like a gzip stream is still a .splat.
+    let mut tricky = encode(SceneFormat::Splat, &g, &WriteOptions::default()).unwrap();
+    tricky[..2].copy_from_slice(&[0x1f, 0x8b]);
+    let p = dir.path().join("tricky.splat");
+    std::fs::write(&p, &tricky).unwrap();
+    assert_eq!(splat_io::read_scene(&p).unwrap().len(), 300);
     // The SOG folder is also read by naming the folder.
     let folder = dir.path().join("point_cloud_sog");
     assert_eq!(splat_io::read_scene(&folder).unwrap().len(), 300);

@@ -310,9 +310,14 @@ pub fn decode(
     g.map_err(|kind| kind.with_path(path))
 }
 
-/// The format of a file: from its first bytes where they tell, else from its name.
+/// The format of a file: from its first bytes where they tell, else from its name (always from the
+/// name for `.splat`).
 pub fn detect(bytes: &[u8], path: &Path) -> Result<SceneFormat, FormatError> {
     let by_name = SceneFormat::from_path(path);
+    // `.splat` has no header: its first float can look like any magic, so its name decides.
+    if by_name == Some(SceneFormat::Splat) {
+        return Ok(SceneFormat::Splat);
+    }
     match (SceneFormat::sniff(bytes), by_name) {
         // A folder's meta.json and a zip's contents say the same thing: trust the name.
         (Some(SceneFormat::SogFolder), _) => Ok(SceneFormat::SogFolder),

@@ -1,0 +1,134 @@
+//! `splat eval` (PSNR and SSIM of a scene on a dataset's test views) and `splat render SCENE --data`
+//! (those views to PNGs). The scene is any format splat reads, or a training output folder, whose
+//! `config.json` then names the dataset.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use splat_io::dataset::Dataset;
+use splat_train::eval::{evaluate, means};
+use splat_train::run::{self, RunConfig};
+
+use crate::train_cmd::{load_dataset, BackendArg, DataArgs};
+
+#[derive(Args)]
+pub struct EvalArgs {
+    /// A training output folder (its point_cloud.ply) or a scene in any format splat reads.
+    pub scene: PathBuf,
+    /// Dataset whose test views are evaluated (default: the one the run in SCENE was trained on).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    #[command(flatten)]
+    pub data_args: DataArgs,
+    /// SH degree to render with (default: all the scene has).
+    #[arg(long)]
+    pub sh_degree: Option<usize>,
+    /// Pipeline implementation.
+    #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
+    pub backend: BackendArg,
+}
+
+/// The PLY of a scene argument and, for a run folder, its config.
+fn scene_and_config(scene: &Path) -> Result<(PathBuf, Option<RunConfig>)> {
+    if scene.is_dir() && scene.join("point_cloud.ply").is_file() {
+        let ply = scene.join("point_cloud.ply");
+        let cfg = run::read_config(scene).ok();
+        Ok((ply, cfg))
+    } else {
+        Ok((scene.to_path_buf(), None))
+    }
+}
+
+fn eval_dataset(
+    data: &Option<PathBuf>,
+    data_args: &DataArgs,
+    cfg: &Option<RunConfig>,
+) -> Result<Dataset> {
+    let (path, mut opts) = match (data, cfg) {
+        (Some(d), _) => (d.clone(), data_args.options(true)?),
+        (None, Some(c)) => (c.data.clone(), c.load.clone()),
+        (None, None) => bail!("--data is required when SCENE is not a training output folder"),
+    };
+    opts.eval = true;
+    if data.is_some() || data_args.images.is_some() || data_args.downscale.is_some() {
+        let explicit = data_args.options(true)?;
+        opts.images = explicit.images.or(opts.images);
+        opts.downscale = explicit.downscale.or(opts.downscale);
+    }
+    load_dataset(&path, &opts)
+}
+
+pub fn eval(args: EvalArgs) -> Result<()> {
+    let (ply, cfg) = scene_and_config(&args.scene)?;
+    if args.data.is_none() && cfg.is_none() {
+        bail!("--data is required when SCENE is not a training output folder");
+    }
+    let g = splat_io::read_scene(&ply)?;
+    let ds = eval_dataset(&args.data, &args.data_args, &cfg)?;
+    let (views, split) = ds.eval_views();
+    let degree = args.sh_degree.unwrap_or(g.sh_degree).min(g.sh_degree);
+    let mut backend = args.backend.make()?;
+    let m = evaluate(
+        backend.as_mut(),
+        &g,
+        views,
+        ds.background,
+        degree,
+        |_, _| {},
+    );
+    for v in &m {
+        println!("{}: PSNR {:.2} dB, SSIM {:.4}", v.name, v.psnr, v.ssim);
+    }
+    let (p, s) = means(&m);
+    println!(
+        "mean over {} {} views: PSNR {p:.2} dB, SSIM {s:.4} ({} Gaussians)",
+        m.len(),
+        split,
+        g.len()
+    );
+    Ok(())
+}
+
+/// `splat render PLY --data DATA --out DIR`: every test view (all views without a split) to PNGs.
+pub fn render_dataset(
+    ply: &Path,
+    data: &Path,
+    data_args: &DataArgs,
+    out: &Path,
+    sh_degree: Option<usize>,
+    backend: BackendArg,
+) -> Result<()> {
+    let g = crate::convert_cmd::load_scene(ply)?;
+    let ds = load_dataset(data, &data_args.options(true)?)?;
+    let (views, _) = ds.eval_views();
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("{}: cannot create the folder", out.display()))?;
+    let degree = sh_degree.unwrap_or(g.sh_degree).min(g.sh_degree);
+    let mut backend = backend.make()?;
+    let mut err = None;
+    let m = evaluate(
+        backend.as_mut(),
+        &g,
+        views,
+        ds.background,
+        degree,
+        |v, img| {
+            let path = out.join(v.render_file_name());
+            if let Err(e) = splat_io::images::save_png(&path, v.camera.width, v.camera.height, img)
+            {
+                err.get_or_insert(e);
+            }
+        },
+    );
+    if let Some(e) = err {
+        return Err(e.into());
+    }
+    let (p, s) = means(&m);
+    println!(
+        "rendered {} views to {} (PSNR {p:.2} dB, SSIM {s:.4})",
+        m.len(),
+        out.display()
+    );
+    Ok(())
+}
