@@ -1,17 +1,18 @@
 // Keeps the viewer page open (as a user watching training would) until the training status reaches
-// its last step or SECONDS pass, then prints how many frames it received. Used to measure the
-// training slowdown with the live view open (BENCHMARKS.md). Usage: node watch.mjs URL_OR_FILE SECONDS
+// its last step or SECONDS pass, then prints how many scene snapshots the page swapped in and what it
+// drew. Used by the `splat train --view` test and to measure the training slowdown with a page open
+// (BENCHMARKS.md). Usage: node watch.mjs URL_OR_FILE SECONDS [OUT_DIR]
 // With a file, the browser starts first (a user's browser is already running) and the page opens as
 // soon as a `http://...` URL appears in the file (the `viewer:` line `splat train --view` prints).
+// With OUT_DIR, the page's image after its first snapshot and at the end are saved there as
+// first.png and last.png, both from the page's starting camera.
 import { chromium } from "playwright-core";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { launch } from "./browser.mjs";
 
-const [target, seconds] = process.argv.slice(2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run"],
-});
+const [target, seconds, out] = process.argv.slice(2);
+const browser = await launch(chromium);
 const page = await browser.newPage({ viewport: { width: 640, height: 520 } });
 const deadline = Date.now() + Number(seconds) * 1000;
 let url = target;
@@ -24,13 +25,30 @@ if (!target.startsWith("http")) {
   }
 }
 await page.goto(url);
+// While snapshots arrive every 2 s the image may not settle: at most 6 draws for the first one.
+const capture = async (name, maxDraws) => {
+  if (!out) return null;
+  const c = await page.evaluate((n) => window.splatViewer.capture(n), maxDraws);
+  writeFileSync(join(out, name + ".png"), Buffer.from(c.base64, "base64"));
+  return c.version;
+};
+await page.waitForFunction(() => window.splatViewer.snapshots > 0, null, { timeout: Number(seconds) * 1000 });
+const firstVersion = await page.evaluate(() => window.splatViewer.sceneVersion);
+const firstCaptured = await capture("first", 6);
 let last = "";
+const bytes = [];
 while (Date.now() < deadline) {
   last = await page.evaluate(() => document.getElementById("status").textContent);
+  bytes.push(await page.evaluate(() => window.splatViewer.sceneBytes));
   const m = /step (\d+)\/(\d+)/.exec(last);
   if (m && m[1] === m[2]) break;
   await page.waitForTimeout(1000);
 }
-const sv = await page.evaluate(() => ({ frames: window.splatViewer.frames, rest: window.splatViewer.restFrames }));
-console.log(JSON.stringify({ ...sv, status: last }));
+// The last snapshot (published at the final step) may still be on its way.
+await page.waitForTimeout(3000);
+const lastCaptured = await capture("last", 100);
+const sv = await page.evaluate(() => ({ snapshots: window.splatViewer.snapshots, version: window.splatViewer.sceneVersion,
+                                        sceneBytes: window.splatViewer.sceneBytes, draws: window.splatViewer.draws,
+                                        errors: window.splatViewer.errors }));
+console.log(JSON.stringify({ ...sv, firstVersion, firstCaptured, lastCaptured, status: last, maxSceneBytes: Math.max(...bytes) }));
 await browser.close();

@@ -84,6 +84,7 @@ pub fn convert(args: ConvertArgs) -> Result<()> {
     let opts = WriteOptions {
         spz_version: args.spz_version,
         sog_iterations: args.sog_iterations,
+        ..Default::default()
     };
     let t = Instant::now();
     write_scene(&args.output, &g, format, &opts)?;

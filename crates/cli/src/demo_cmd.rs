@@ -79,8 +79,13 @@ pub fn demo(args: DemoArgs) -> Result<()> {
         metrics.train_seconds
     );
     println!(
-        "outputs: {0}/point_cloud.ply, {0}/metrics.json, {0}/report.html, {0}/renders/ (view it in any splat viewer, or `splat render {0}/point_cloud.ply`)",
+        "outputs: {0}/point_cloud.ply, {0}/metrics.json, {0}/report.html, {0}/renders/",
         args.out.display()
+    );
+    println!(
+        "view it: splat view {} --data {}",
+        crate::shell_word(&args.out),
+        crate::shell_word(&data)
     );
     Ok(())
 }

@@ -118,6 +118,18 @@ fn main() -> ExitCode {
 }
 
 /// The error and its causes on one line, each cause once (library errors already show their source).
+/// A path as a user would type it into a POSIX shell (quoted when it has anything but plain
+/// characters), for the commands splat suggests.
+pub(crate) fn shell_word(path: &std::path::Path) -> String {
+    let s = path.display().to_string();
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 fn one_line(e: &anyhow::Error) -> String {
     let mut msg = e.to_string();
     for cause in e.chain().skip(1) {

@@ -591,10 +591,7 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
         let (views, up) = crate::view_cmd::dataset_views(&ds)?;
         let len = up.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12);
         // Until the first snapshot: the initial points (frames the scene for the page).
-        let scene = SharedScene::new(splat_train::init::gaussians_from_points(
-            &ds.points,
-            cfg.train.sh_degree,
-        ));
+        let scene = SharedScene::new(splat_train::init::gaussians_from_points(&ds.points, 0));
         let server = Server::start(
             &args.host,
             args.port,
@@ -665,6 +662,13 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
                 dir.display(),
                 dir.join(run::REPORT_FILE).display()
             );
+            if live.is_none() {
+                println!(
+                    "view it: splat view {} --data {}",
+                    crate::shell_word(&dir),
+                    crate::shell_word(&cfg.data)
+                );
+            }
         }
         None if rank == 0 => println!(
             "stopped; resume with: splat train --resume {}",
@@ -696,6 +700,7 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
     Ok(())
 }
 
-/// How often `--view` copies the training scene for the page (each copy costs a render and an encode
-/// per open page, taken from training: 2 s keeps the slowdown near 5% on 2 cores, see BENCHMARKS.md).
+/// How often `--view` copies the training scene for the page (each copy costs an SPZ encode, shared
+/// by every open page, and each page's download and decode: 2 s keeps the slowdown within 5% on 2
+/// cores, see BENCHMARKS.md).
 const LIVE_VIEW_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);

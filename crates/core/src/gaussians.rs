@@ -28,6 +28,10 @@ pub struct Gaussians<F = f32> {
     pub sh_rest: Vec<F>,
     /// SH degree of the stored coefficients (0..=3).
     pub sh_degree: usize,
+    /// Trained with the anti-aliasing filter (Mip-Splatting's 2D filter, gsplat's `antialiased` mode):
+    /// a renderer scales each opacity by `sqrt(det(Σ2D) / det(Σ2D + 0.3 I))` after the 0.3 px dilation.
+    /// The PLY stores it as `comment antialiased 1`, SPZ as header flag 0x1, SOG as `"antialias": true`.
+    pub antialiased: bool,
 }
 
 impl<F: Real> Gaussians<F> {
@@ -163,6 +167,7 @@ impl<F: Real> Gaussians<F> {
             sh_dc: self.sh_dc.iter().map(|v| v.map(c)).collect(),
             sh_rest: self.sh_rest.iter().map(|&v| c(v)).collect(),
             sh_degree: self.sh_degree,
+            antialiased: self.antialiased,
         }
     }
 }

@@ -165,6 +165,8 @@ pub(crate) struct Element {
 
 pub(crate) struct Header {
     pub(crate) format: Format,
+    /// A `comment antialiased 1` line (see [`Gaussians::antialiased`]).
+    pub(crate) antialiased: bool,
     pub(crate) elements: Vec<Element>,
     /// Byte offset of the body.
     pub(crate) body_start: usize,
@@ -180,6 +182,7 @@ pub(crate) fn parse_header(bytes: &[u8]) -> Result<Header, PlyErrorKind> {
     let mut pos = 0;
     let mut line_no = 0;
     let mut format = None;
+    let mut antialiased = false;
     let mut elements: Vec<Element> = Vec::new();
     let bad = |line: usize, message: String| PlyErrorKind::BadHeader { line, message };
     loop {
@@ -209,6 +212,7 @@ pub(crate) fn parse_header(bytes: &[u8]) -> Result<Header, PlyErrorKind> {
                     other => return Err(PlyErrorKind::UnsupportedFormat(other.to_string())),
                 });
             }
+            ["comment", "antialiased", "1"] => antialiased = true,
             ["comment", ..] | ["obj_info", ..] | [] => {}
             ["element", name, count] => {
                 let count = count.parse::<u64>().map_err(|_| {
@@ -253,6 +257,7 @@ pub(crate) fn parse_header(bytes: &[u8]) -> Result<Header, PlyErrorKind> {
     let format = format.ok_or_else(|| bad(line_no, "no format line".into()))?;
     Ok(Header {
         format,
+        antialiased,
         elements,
         body_start: pos,
     })
@@ -494,6 +499,7 @@ fn parse(bytes: &[u8]) -> Result<Gaussians<f32>, PlyErrorKind> {
         .expect("checked by columns()");
     let k_rest = cols.rest.len() / 3;
     let mut g = Gaussians::<f32>::new(degree);
+    g.antialiased = header.antialiased;
     g.means.reserve(n);
     let mut row = vec![0.0f64; n_props];
     let mut rest = vec![0.0f32; cols.rest.len()];
@@ -537,8 +543,11 @@ fn parse(bytes: &[u8]) -> Result<Gaussians<f32>, PlyErrorKind> {
 }
 
 /// The header the writer produces for `n` splats of a degree.
-fn header_text(n: usize, degree: usize) -> String {
+fn header_text(n: usize, degree: usize, antialiased: bool) -> String {
     let mut h = String::from("ply\nformat binary_little_endian 1.0\n");
+    if antialiased {
+        h += "comment antialiased 1\n";
+    }
     h += &format!("element vertex {n}\n");
     for name in property_names(degree) {
         h += &format!("property float {name}\n");
@@ -582,7 +591,7 @@ impl fmt::Display for NonFiniteParameter {
 /// Encodes a scene in the INRIA layout. Refuses non-finite parameters: a PLY with NaN is never written.
 pub fn ply_bytes(g: &Gaussians<f32>) -> Result<Vec<u8>, NonFiniteParameter> {
     g.check_consistent().expect("inconsistent Gaussians");
-    let header = header_text(g.len(), g.sh_degree);
+    let header = header_text(g.len(), g.sh_degree, g.antialiased);
     let k_rest = g.sh_coeffs() - 1;
     let n_props = property_names(g.sh_degree).len();
     let mut out = Vec::with_capacity(header.len() + g.len() * n_props * 4);

@@ -91,6 +91,7 @@ pub fn morton_order(means: &[[f32; 3]]) -> Vec<u32> {
 /// The scene with Gaussian `order[j]` at place `j`.
 pub fn permuted(g: &Gaussians<f32>, order: &[u32]) -> Gaussians<f32> {
     let mut out = Gaussians::new(g.sh_degree);
+    out.antialiased = g.antialiased;
     for &i in order {
         let i = i as usize;
         out.push(

@@ -145,6 +145,9 @@ pub fn encode_files(
         "quats": {"files": ["quats.webp"]},
         "sh0": {"codebook": dc_cb, "files": ["sh0.webp"]},
     });
+    if g.antialiased {
+        meta["antialias"] = json!(true);
+    }
     if g.sh_degree > 0 && n > 0 {
         let (entries, shn) = encode_palette(&g, w, h, opts)?;
         files.extend(entries);
@@ -476,6 +479,10 @@ fn decode_with(
         })
     };
     let mut g = Gaussians::new(degree);
+    g.antialiased = m
+        .get("antialias")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false);
     let mut rest = vec![0.0f32; 3 * kr];
     for i in 0..n {
         let t = 4 * i;

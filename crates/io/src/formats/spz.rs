@@ -143,12 +143,17 @@ fn header16(g: &Gaussians<f32>, version: u32) -> Vec<u8> {
     h.extend_from_slice(&MAGIC.to_le_bytes());
     h.extend_from_slice(&version.to_le_bytes());
     h.extend_from_slice(&(g.len() as u32).to_le_bytes());
-    h.extend_from_slice(&[g.sh_degree as u8, FRACTIONAL_BITS, 0]);
+    let flags = if g.antialiased { FLAG_ANTIALIASED } else { 0 };
+    h.extend_from_slice(&[g.sh_degree as u8, FRACTIONAL_BITS, flags]);
     h
 }
 
-/// Encodes a scene as SPZ of `version` (2, 3 or 4).
-pub fn encode(g: &Gaussians<f32>, version: u32) -> Result<Vec<u8>, FormatErrorKind> {
+/// Encodes a scene as SPZ of `version` (2, 3 or 4); `gzip_level` (0-9) for versions 2 and 3.
+pub fn encode(
+    g: &Gaussians<f32>,
+    version: u32,
+    gzip_level: u32,
+) -> Result<Vec<u8>, FormatErrorKind> {
     if !(2..=4).contains(&version) {
         return Err(FormatErrorKind::Unsupported(format!(
             "SPZ version {version} cannot be written (2, 3 or 4)"
@@ -162,7 +167,8 @@ pub fn encode(g: &Gaussians<f32>, version: u32) -> Result<Vec<u8>, FormatErrorKi
     let mut header = header16(g, version);
     if version <= 3 {
         header.push(0);
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let level = flate2::Compression::new(gzip_level);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), level);
         gz.write_all(&header)?;
         for s in &streams {
             gz.write_all(s)?;
@@ -192,6 +198,7 @@ pub fn encode(g: &Gaussians<f32>, version: u32) -> Result<Vec<u8>, FormatErrorKi
 /// What the header says.
 struct Header {
     version: u32,
+    antialiased: bool,
     count: usize,
     degree: usize,
     fractional_bits: u32,
@@ -233,8 +240,8 @@ impl Header {
                 "SPZ extension records (header flag 2) are not supported".into(),
             ));
         }
-        let _antialiased = h[14] & FLAG_ANTIALIASED != 0;
         Ok(Header {
+            antialiased: h[14] & FLAG_ANTIALIASED != 0,
             version,
             count: count as usize,
             degree,
@@ -380,6 +387,7 @@ fn assemble(h: &Header, parts: &[&[u8]]) -> Result<Gaussians<f32>, FormatErrorKi
     let per = 3 * (sh_coeffs_for_degree(degree) - 1);
     let scale = 1.0 / (1u64 << h.fractional_bits) as f64;
     let mut g = Gaussians::new(degree);
+    g.antialiased = h.antialiased;
     let mut rest = vec![0.0f32; per];
     for i in 0..h.count {
         let mean: [f32; 3] = if h.version == 1 {
