@@ -3,7 +3,8 @@
 //! - `splat view RUN --data DATA`: the page's own image (Spark) at a dataset camera against
 //!   `splat render` of that camera (PSNR threshold below, with its reason); the reference toggle
 //!   gives splat's render pixel for pixel; dragging moves the camera and changes the image; the help
-//!   overlay, flying with the keys and the PNG button work.
+//!   overlay, flying with the keys and the PNG button work; without WebGL the page falls back to the
+//!   reference render.
 //! - `splat train --view`: the page swaps in new snapshots while training runs, and its image changes.
 //! - Raw HTTP and WebSocket clients: only the page's routes answer (traversal paths get 404), the
 //!   embedded files have their MIME types, garbage and oversized messages leave the server up, and
@@ -456,6 +457,12 @@ fn the_viewer_in_headless_chromium() {
     let (dw, dh, _) = decode_rgb(&out.join("download.png"));
     assert!(dw >= 16 && dh >= 16, "the PNG button saved {dw} x {dh}");
     assert!(seen["hud"].as_str().unwrap().contains("splats"));
+
+    // Without WebGL the page shows splat's reference render.
+    let fallback = node("fallback.mjs", &[&url]);
+    assert_eq!(fallback["mode"], "reference", "{fallback}");
+    assert_eq!(fallback["webgl2"], false, "{fallback}");
+    assert_eq!(fallback["format"], "png", "{fallback}");
     assert_eq!(raw_http(viewer.port, "/").code, 200);
 }
 

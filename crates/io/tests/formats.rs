@@ -488,3 +488,35 @@ fn damaged_files_give_typed_errors() {
     splat[4..8].copy_from_slice(&f32::NAN.to_le_bytes());
     assert!(err(SceneFormat::Splat, &splat).contains("not finite"));
 }
+
+/// The anti-aliasing flag travels where the format has a place for it (PLY comment, SPZ header flag
+/// 0x1, SOG meta `antialias`) and is false on reading a file without it.
+#[test]
+fn the_antialiased_flag_round_trips() {
+    let mut g = common::extreme_scene(11, 1, 300);
+    for antialiased in [false, true] {
+        g.antialiased = antialiased;
+        for (format, version) in [
+            (SceneFormat::Ply, 3),
+            (SceneFormat::CompressedPly, 3),
+            (SceneFormat::Spz, 2),
+            (SceneFormat::Spz, 3),
+            (SceneFormat::Spz, 4),
+            (SceneFormat::Sog, 3),
+        ] {
+            let opts = WriteOptions {
+                spz_version: version,
+                ..Default::default()
+            };
+            let back = round_trip(format, &g, &opts);
+            assert_eq!(back.antialiased, antialiased, "{format:?} v{version}");
+        }
+        // Formats without a place for it read as not anti-aliased.
+        for format in [SceneFormat::Splat, SceneFormat::Glb] {
+            let back = round_trip(format, &g, &WriteOptions::default());
+            assert!(!back.antialiased, "{format:?}");
+        }
+    }
+    let bytes = encode(SceneFormat::Ply, &g, &WriteOptions::default()).unwrap();
+    assert!(String::from_utf8_lossy(&bytes[..200]).contains("comment antialiased 1\n"));
+}

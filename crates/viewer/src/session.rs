@@ -120,7 +120,7 @@ fn parse_incoming(text: &str) -> Result<Incoming, String> {
 struct Done {
     bytes: Vec<u8>,
     header: FrameHeader,
-    tools: (CpuBackend, Buffers),
+    tools: Tools,
 }
 
 fn hello_text(app: &AppState) -> String {
@@ -155,23 +155,29 @@ fn hello_text(app: &AppState) -> String {
     serde_json::to_string(&hello).expect("serializable")
 }
 
-/// Starts rendering `req` on a blocking thread, or says what is wrong with it.
-fn start_render(
-    app: &AppState,
-    req: &CameraRequest,
-    (mut backend, mut buffers): (CpuBackend, Buffers),
-) -> Result<(u64, tokio::task::JoinHandle<Done>), (String, (CpuBackend, Buffers))> {
-    let snap = app.scene.snapshot();
+/// What a reference render needs, handed to its blocking task and back.
+type Tools = (CpuBackend, Buffers);
+
+/// The full-resolution camera `req` asks for, or what is wrong with it.
+fn requested_camera(app: &AppState, req: &CameraRequest) -> Result<Camera, String> {
     let cameras: Vec<Camera> = app
         .options
         .dataset
         .iter()
         .map(|v| v.camera.clone())
         .collect();
-    let full = match req.camera(&cameras) {
-        Ok(c) => c,
-        Err(e) => return Err((e, (backend, buffers))),
-    };
+    req.camera(&cameras)
+}
+
+/// Starts rendering `full` (at half size while moving) on a blocking thread; returns the scene
+/// version it shows.
+fn start_render(
+    app: &AppState,
+    req: &CameraRequest,
+    full: Camera,
+    (mut backend, mut buffers): Tools,
+) -> (u64, tokio::task::JoinHandle<Done>) {
+    let snap = app.scene.snapshot();
     let moving = req.moving();
     let cam = if moving { scaled(&full, 0.5) } else { full };
     let background = app.options.background;
@@ -201,7 +207,7 @@ fn start_render(
             tools: (backend, buffers),
         }
     });
-    Ok((version, handle))
+    (version, handle)
 }
 
 async fn send_text(socket: &mut WebSocket, value: serde_json::Value) -> bool {
@@ -230,16 +236,17 @@ pub(crate) async fn session(mut socket: WebSocket, app: AppState) {
     let mut rendering: Option<tokio::task::JoinHandle<Done>> = None;
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     loop {
-        if rendering.is_none() && pending.is_some() && tools.is_some() {
-            if let (Some(req), Some(t)) = (pending.take(), tools.take()) {
-                match start_render(&app, &req, t) {
-                    Ok((version, handle)) => {
+        if rendering.is_none() && tools.is_some() {
+            if let Some(req) = pending.take() {
+                match requested_camera(&app, &req) {
+                    Ok(full) => {
+                        let t = tools.take().expect("checked");
+                        let (version, handle) = start_render(&app, &req, full, t);
                         last = Some(req);
                         shown_version = version;
                         rendering = Some(handle);
                     }
-                    Err((e, t)) => {
-                        tools = Some(t);
+                    Err(e) => {
                         let msg =
                             serde_json::json!({"kind": "error", "id": req.id(), "message": e});
                         if !send_text(&mut socket, msg).await {
