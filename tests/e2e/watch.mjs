@@ -5,7 +5,9 @@
 // With a file, the browser starts first (a user's browser is already running) and the page opens as
 // soon as a `http://...` URL appears in the file (the `viewer:` line `splat train --view` prints).
 // With OUT_DIR, the page's image after its first snapshot and at the end are saved there as
-// first.png and last.png, both from the page's starting camera.
+// first.png and last.png, both from the page's starting camera. With WATCH_DOWNLOAD_ONLY=1 no page
+// is drawn: a client on the viewer's WebSocket downloads every snapshot (the server's side of the cost);
+// with WATCH_DOWNLOAD_ONLY=connect it only stays connected (training then publishes, nobody downloads).
 import { chromium } from "playwright-core";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -23,6 +25,27 @@ if (!target.startsWith("http")) {
     const m = existsSync(target) && /http:\/\/\S+/.exec(readFileSync(target, "utf8"));
     if (m) url = m[0]; else await new Promise((r) => setTimeout(r, 100));
   }
+}
+if (process.env.WATCH_DOWNLOAD_ONLY) {
+  // What training pays for a page, without the page's drawing (which a real machine does on its GPU
+  // and SwiftShader does on these cores): a client that downloads every snapshot and draws nothing.
+  await page.goto(new URL("/vendor/three/LICENSE", url).href);
+  const r = await page.evaluate(async ([ms, fetchScenes]) => {
+    const ws = new WebSocket("ws://" + location.host + "/ws");
+    let snapshots = 0, bytes = 0, status = "";
+    ws.onmessage = async (e) => {
+      const m = JSON.parse(e.data);
+      if (m.kind === "scene" && fetchScenes) bytes = (await (await fetch("/scene.spz")).arrayBuffer()).byteLength;
+      if (m.kind === "scene") snapshots += 1;
+      if (m.kind === "status") status = m.status.step + "/" + m.status.total_steps;
+    };
+    const end = Date.now() + ms;
+    while (Date.now() < end && !(status && status.split("/")[0] === status.split("/")[1])) await new Promise((r) => setTimeout(r, 500));
+    return { snapshots, sceneBytes: bytes, status };
+  }, [deadline - Date.now(), process.env.WATCH_DOWNLOAD_ONLY !== "connect"]);
+  console.log(JSON.stringify({ downloadOnly: true, ...r }));
+  await browser.close();
+  process.exit(0);
 }
 await page.goto(url);
 // While snapshots arrive every 2 s the image may not settle: at most 6 draws for the first one.
