@@ -4,26 +4,96 @@
 //! + t`, x right, y down, z forward, pinhole `fx, fy, cx, cy` in pixels) and sends it verbatim as a
 //! [`CameraRequest::Pinhole`], so the reference render and the in-browser render see the same camera.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use splat_core::Camera;
 
 /// Largest frame side the server renders.
 pub const MAX_SIDE: u32 = 4096;
 
+/// A pinhole camera as JSON: world-to-camera rotation rows and translation, intrinsics in pixels.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+pub struct WireCamera {
+    pub width: u32,
+    pub height: u32,
+    pub fx: f64,
+    pub fy: f64,
+    pub cx: f64,
+    pub cy: f64,
+    pub rotation: [[f64; 3]; 3],
+    pub translation: [f64; 3],
+}
+
+impl From<&Camera> for WireCamera {
+    fn from(c: &Camera) -> Self {
+        WireCamera {
+            width: c.width,
+            height: c.height,
+            fx: c.fx,
+            fy: c.fy,
+            cx: c.cx,
+            cy: c.cy,
+            rotation: c.rotation,
+            translation: c.translation,
+        }
+    }
+}
+
+impl WireCamera {
+    /// What is wrong with the camera for rendering, if anything.
+    pub fn validate(&self) -> Result<(), String> {
+        let (w, h) = (self.width, self.height);
+        check_size(w, h)?;
+        let numbers = [self.fx, self.fy, self.cx, self.cy]
+            .into_iter()
+            .chain(self.translation);
+        if numbers
+            .chain(self.rotation.into_iter().flatten())
+            .any(|v| !v.is_finite())
+        {
+            return Err("non-finite camera".into());
+        }
+        let side = w.max(h) as f64;
+        let sane = |f: f64| f > 1e-3 * side && f < 1e4 * side;
+        if !(sane(self.fx) && sane(self.fy)) {
+            return Err(format!(
+                "focal lengths {} x {} px are absurd for {w} x {h}",
+                self.fx, self.fy
+            ));
+        }
+        if self.cx.abs() > 4.0 * side || self.cy.abs() > 4.0 * side {
+            return Err(format!(
+                "principal point ({}, {}) far outside the frame",
+                self.cx, self.cy
+            ));
+        }
+        if !is_rotation(&self.rotation) {
+            return Err("the rotation is not orthonormal with determinant 1".into());
+        }
+        Ok(())
+    }
+
+    pub fn to_camera(&self) -> Camera {
+        Camera {
+            width: self.width,
+            height: self.height,
+            fx: self.fx,
+            fy: self.fy,
+            cx: self.cx,
+            cy: self.cy,
+            rotation: self.rotation,
+            translation: self.translation,
+        }
+    }
+}
+
 /// A camera request from the page.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum CameraRequest {
-    /// Any pinhole camera: world-to-camera rotation rows and translation, intrinsics in pixels.
+    /// Any pinhole camera.
     Pinhole {
-        width: u32,
-        height: u32,
-        fx: f64,
-        fy: f64,
-        cx: f64,
-        cy: f64,
-        rotation: [[f64; 3]; 3],
-        translation: [f64; 3],
+        #[serde(flatten)]
+        camera: WireCamera,
         moving: bool,
         id: u64,
     },
@@ -84,49 +154,9 @@ impl CameraRequest {
     /// The camera to render, at full resolution; `Err` says what is wrong with the request.
     pub fn camera(&self, dataset: &[Camera]) -> Result<Camera, String> {
         match *self {
-            CameraRequest::Pinhole {
-                width,
-                height,
-                fx,
-                fy,
-                cx,
-                cy,
-                rotation,
-                translation,
-                ..
-            } => {
-                check_size(width, height)?;
-                let numbers = [fx, fy, cx, cy].into_iter().chain(translation);
-                if numbers
-                    .chain(rotation.into_iter().flatten())
-                    .any(|v| !v.is_finite())
-                {
-                    return Err("non-finite camera".into());
-                }
-                let side = width.max(height) as f64;
-                if !(fx > 1e-3 * side && fy > 1e-3 * side && fx < 1e4 * side && fy < 1e4 * side) {
-                    return Err(format!(
-                        "focal lengths {fx} x {fy} px are absurd for {width} x {height}"
-                    ));
-                }
-                if cx.abs() > 4.0 * side || cy.abs() > 4.0 * side {
-                    return Err(format!(
-                        "principal point ({cx}, {cy}) far outside the frame"
-                    ));
-                }
-                if !is_rotation(&rotation) {
-                    return Err("the rotation is not orthonormal with determinant 1".into());
-                }
-                Ok(Camera {
-                    width,
-                    height,
-                    fx,
-                    fy,
-                    cx,
-                    cy,
-                    rotation,
-                    translation,
-                })
+            CameraRequest::Pinhole { ref camera, .. } => {
+                camera.validate()?;
+                Ok(camera.to_camera())
             }
             CameraRequest::Orbit {
                 eye,

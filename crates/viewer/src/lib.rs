@@ -30,7 +30,7 @@ use axum::Router;
 use serde::Serialize;
 use splat_core::Camera;
 
-pub use camera::{scaled, CameraRequest, MAX_SIDE};
+pub use camera::{scaled, CameraRequest, WireCamera, MAX_SIDE};
 pub use scene::{Scene, SharedScene};
 pub use session::render_frame;
 

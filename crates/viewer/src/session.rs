@@ -11,7 +11,7 @@ use serde::Serialize;
 use splat_core::{Camera, Gaussians};
 use splat_render::{Buffers, CpuBackend, RenderSettings};
 
-use crate::camera::{scaled, CameraRequest};
+use crate::camera::{scaled, CameraRequest, WireCamera};
 use crate::scene::scene_frame;
 use crate::{AppState, TrainStatus};
 
@@ -33,14 +33,8 @@ struct Hello<'a> {
 #[derive(Serialize)]
 struct HelloView<'a> {
     name: &'a str,
-    width: u32,
-    height: u32,
-    fx: f64,
-    fy: f64,
-    cx: f64,
-    cy: f64,
-    rotation: [[f64; 3]; 3],
-    translation: [f64; 3],
+    #[serde(flatten)]
+    camera: WireCamera,
 }
 
 /// The frame header sent before the image bytes in one binary message: `u32` header length (LE),
@@ -140,14 +134,7 @@ fn hello_text(app: &AppState) -> String {
             .iter()
             .map(|v| HelloView {
                 name: &v.name,
-                width: v.camera.width,
-                height: v.camera.height,
-                fx: v.camera.fx,
-                fy: v.camera.fy,
-                cx: v.camera.cx,
-                cy: v.camera.cy,
-                rotation: v.camera.rotation,
-                translation: v.camera.translation,
+                camera: WireCamera::from(&v.camera),
             })
             .collect(),
         status: snap.status,
