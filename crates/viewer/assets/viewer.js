@@ -398,7 +398,10 @@ function bindInput() {
       e.preventDefault();
       const first = !state.keys.has(key);
       state.keys.add(key);
-      if (first) { lastFly = 0; flyStep(); }
+      if (first) lastFly = 0;
+      // In the browser's own view the draw loop keeps flying while keys are held; the reference view
+      // has no draw loop, so each key repeat takes a step.
+      if (first || state.mode === "reference") flyStep();
       return;
     }
     if (key === "r") reset();
