@@ -23,7 +23,7 @@ try {
   await page.waitForFunction(() => window.splatViewer.draws > 0, null, { timeout: 120000 });
   const firstFrameMs = Date.now() - opened;
   const sv = () => page.evaluate(() => {
-    const { capture, setView, setMode, benchmark, currentCamera, spark, ...rest } = window.splatViewer;
+    const { capture, setView, setMode, benchmark, currentCamera, ...rest } = window.splatViewer;
     return rest;
   });
   const first = await sv();

@@ -554,7 +554,6 @@ sv.capture = async (maxDraws = 100) => {
 };
 sv.setView = (i) => setView(i);
 sv.currentCamera = () => currentCamera();
-sv.spark = () => spark;
 sv.setMode = (m) => setMode(m);
 // Median time of `n` frames, each waited for (a 1-pixel read forces completion) and paced by the
 // browser's frame loop. With `orbit` the camera turns a little before every frame, as while the user
