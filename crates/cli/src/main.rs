@@ -7,6 +7,7 @@ mod demo_cmd;
 mod eval_cmd;
 #[cfg(feature = "mpi")]
 mod mpi_collective;
+mod prepare_cmd;
 mod render_cmd;
 mod train_cmd;
 mod view_cmd;
@@ -34,6 +35,8 @@ struct Cli {
 enum Command {
     /// Generate a small ray-traced capture, train on it, and report the test PSNR (no download needed).
     Demo(demo_cmd::DemoArgs),
+    /// Photos or a video to a posed COLMAP dataset (runs COLMAP, and ffmpeg for a video).
+    Prepare(prepare_cmd::PrepareArgs),
     /// Train a scene from posed photos (COLMAP, NeRF-synthetic, transforms.json, LLFF).
     Train(train_cmd::TrainArgs),
     /// Time the training step stage by stage against this machine's measured peak.
@@ -94,6 +97,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Demo(args) => demo_cmd::demo(args),
+        Command::Prepare(args) => prepare_cmd::prepare(args),
         Command::Train(args) => train_cmd::train(args, collective),
         Command::Eval(args) => eval_cmd::eval(args),
         Command::Bench(args) => bench_cmd::bench(args),

@@ -139,14 +139,58 @@ fn shade_diffuse(p: [f64; 3], n: [f64; 3], albedo: [f64; 3]) -> [f64; 3] {
     albedo.map(|a| a * (0.35 + 0.75 * lambert))
 }
 
-/// Colour seen along a ray.
-fn trace(o: [f64; 3], d: [f64; 3]) -> [f64; 3] {
+/// Value noise in [0, 1] on the integer lattice: a hash per lattice point, trilinear in between.
+fn value_noise(p: [f64; 3]) -> f64 {
+    let hash = |x: i64, y: i64, z: i64| {
+        let mut h = (x as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            ^ (y as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
+            ^ (z as u64).wrapping_mul(0x1656_67B1_9E37_79F9);
+        h ^= h >> 29;
+        h = h.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        h ^= h >> 32;
+        (h >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let i = p.map(|v| v.floor() as i64);
+    let f = [0, 1, 2].map(|k| {
+        let t = p[k] - i[k] as f64;
+        t * t * (3.0 - 2.0 * t)
+    });
+    let mut acc = 0.0;
+    for corner in 0..8 {
+        let o = [corner & 1, (corner >> 1) & 1, (corner >> 2) & 1];
+        let w: f64 = (0..3)
+            .map(|k| if o[k] == 1 { f[k] } else { 1.0 - f[k] })
+            .product();
+        acc += w * hash(i[0] + o[0], i[1] + o[1], i[2] + o[2]);
+    }
+    acc
+}
+
+/// A multiplier in [0.45, 1.15] that gives every surface of the photo capture blobs and edges at
+/// several scales (what SIFT finds); the demo's smooth patterns alone register poorly.
+fn texture(p: [f64; 3]) -> f64 {
+    let n = 0.5 * value_noise(p.map(|v| v * 6.0))
+        + 0.3 * value_noise(p.map(|v| v * 15.0 + 17.0))
+        + 0.2 * value_noise(p.map(|v| v * 37.0 + 41.0));
+    0.45 + 0.7 * n
+}
+
+/// Colour seen along a ray (with the photo capture's texture when `textured`).
+fn trace(o: [f64; 3], d: [f64; 3], textured: bool) -> [f64; 3] {
+    let tex = |p: [f64; 3], albedo: [f64; 3]| {
+        if textured {
+            let t = texture(p);
+            albedo.map(|a| (a * t).min(1.0))
+        } else {
+            albedo
+        }
+    };
     let t_room = hit_room(o, d);
     match hit_sphere(o, d) {
         Some(t) if t < t_room => {
             let p = add_scaled(o, d, t);
             let n = norm(sub(p, SPHERE_C));
-            let albedo = [0.25, 0.45, 0.85];
+            let albedo = tex(p, [0.25, 0.45, 0.85]);
             let base = shade_diffuse(p, n, albedo);
             let l = norm(sub(LIGHT, p));
             let h = norm(sub(l, d));
@@ -156,13 +200,17 @@ fn trace(o: [f64; 3], d: [f64; 3]) -> [f64; 3] {
         _ => {
             let p = add_scaled(o, d, t_room);
             let (albedo, n) = room_surface(p);
-            shade_diffuse(p, n, albedo)
+            shade_diffuse(p, n, tex(p, albedo))
         }
     }
 }
 
 /// Renders one view with 2 x 2 supersampling, 8-bit RGB.
 pub fn render_view(cam: &Camera) -> Vec<u8> {
+    render_view_with(cam, false)
+}
+
+fn render_view_with(cam: &Camera, textured: bool) -> Vec<u8> {
     let center = cam.center();
     let r = &cam.rotation;
     let mut out = Vec::with_capacity(cam.num_pixels() * 3);
@@ -179,7 +227,7 @@ pub fn render_view(cam: &Camera) -> Vec<u8> {
                 let dw = norm(std::array::from_fn(|k| {
                     r[0][k] * dc[0] + r[1][k] * dc[1] + r[2][k] * dc[2]
                 }));
-                let c = trace(center, dw);
+                let c = trace(center, dw, textured);
                 for k in 0..3 {
                     acc[k] += 0.25 * c[k];
                 }
@@ -301,4 +349,53 @@ pub fn write_demo_dataset(root: &Path, opts: &DemoOptions) -> Result<(), Dataset
         write_atomic(&p, text.as_bytes()).map_err(|e| DatasetError::io(&p, e))?;
     }
     Ok(())
+}
+
+/// Size and number of the photo capture's views (the input of `splat prepare`'s tests).
+#[derive(Clone, Copy, Debug)]
+pub struct PhotoOptions {
+    pub width: u32,
+    pub height: u32,
+    pub views: usize,
+    /// JPEG quality, 1-100.
+    pub quality: u8,
+    pub seed: u64,
+}
+
+impl Default for PhotoOptions {
+    fn default() -> Self {
+        PhotoOptions {
+            width: 320,
+            height: 240,
+            views: 40,
+            quality: 92,
+            seed: 11,
+        }
+    }
+}
+
+/// The demo room with texture on every surface, photographed from a ring of cameras, written as
+/// `photo_000.jpg`, `photo_001.jpg`, ... into `dir` with no poses: what a user brings to
+/// `splat prepare`. Returns the cameras the photos were taken with (the truth a pose estimate is
+/// compared against), in file order.
+pub fn write_demo_photos(dir: &Path, opts: &PhotoOptions) -> Result<Vec<Camera>, DatasetError> {
+    use rayon::prelude::*;
+    std::fs::create_dir_all(dir).map_err(|e| DatasetError::io(dir, e))?;
+    let cams = demo_cameras(&DemoOptions {
+        width: opts.width,
+        height: opts.height,
+        views: opts.views,
+        points: 0,
+        seed: opts.seed,
+    });
+    cams.par_iter().enumerate().try_for_each(|(i, cam)| {
+        let rgb = render_view_with(cam, true);
+        let path = dir.join(format!("photo_{i:03}.jpg"));
+        let mut jpg = Vec::new();
+        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpg, opts.quality.clamp(1, 100))
+            .encode(&rgb, cam.width, cam.height, image::ExtendedColorType::Rgb8)
+            .map_err(|e| DatasetError::invalid(&path, e.to_string()))?;
+        write_atomic(&path, &jpg).map_err(|e| DatasetError::io(&path, e))
+    })?;
+    Ok(cams)
 }

@@ -422,8 +422,8 @@ pub(crate) fn split_every_8th(mut views: Vec<View>, eval: bool) -> (Vec<View>, V
     (train, test)
 }
 
-/// Files of an image folder, sorted by name.
-pub(crate) fn list_images(dir: &Path) -> Result<Vec<String>, DatasetError> {
+/// The PNG and JPEG files of a folder (not its subfolders), by name.
+pub fn list_images(dir: &Path) -> Result<Vec<String>, DatasetError> {
     let rd = std::fs::read_dir(dir).map_err(|e| DatasetError::io(dir, e))?;
     let mut names: Vec<String> = rd
         .filter_map(|e| e.ok())

@@ -1,0 +1,222 @@
+//! `splat prepare`: photos or a video to a COLMAP dataset (see `splat_prepare` for the pipeline).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use splat_prepare::{CameraModel, Event, FrameRate, Matcher, PrepareOptions, ToolPaths};
+
+#[derive(Args)]
+#[command(
+    long_about = "Runs structure from motion with COLMAP on a folder of photos or a video and \
+    writes a dataset `splat train` reads: DATASET/images, DATASET/sparse/0, and images_2, images_4, \
+    images_8 (1/2, 1/4, 1/8 size: `splat train DATASET --images images_4`).\n\n\
+    A video is sampled by ffmpeg (about 150 frames by default) and the blurriest frame of each run of \
+    five is dropped. COLMAP and ffmpeg run as child processes on the CPU (Debian: `apt-get install \
+    colmap ffmpeg`); their output is kept in DATASET/prepare.log and their work in DATASET/colmap/. \
+    Running it again on the same DATASET starts over; a folder holding files splat prepare did not \
+    write is refused."
+)]
+pub struct PrepareArgs {
+    /// A folder of photos (JPEG or PNG; or a folder with an images/ folder in it), or a video file.
+    pub input: PathBuf,
+    /// The dataset folder to write (new, empty, or made by an earlier `splat prepare`).
+    #[arg(long, short)]
+    pub out: PathBuf,
+    /// Frames to take from a video over its whole length (about; default 150).
+    #[arg(long, conflicts_with = "fps")]
+    pub frames: Option<usize>,
+    /// Frames per second to take from a video instead of a total.
+    #[arg(long)]
+    pub fps: Option<f64>,
+    /// COLMAP camera model: simple-radial (one focal length, one distortion term) suits most phone
+    /// photos; opencv (two focal lengths, four distortion terms) wide or strongly distorting lenses.
+    #[arg(long, value_enum, default_value_t = CameraArg::SimpleRadial)]
+    pub camera_model: CameraArg,
+    /// One camera per photo instead of one shared by all (photos from several devices or zooms).
+    #[arg(long)]
+    pub camera_per_image: bool,
+    /// How pairs are matched: exhaustive (every pair; default up to 150 photos) or sequential
+    /// (neighbours in file order plus loop pairs; default for video and larger sets).
+    #[arg(long, value_enum)]
+    pub matcher: Option<MatcherArg>,
+    /// A COLMAP vocabulary tree (e.g. vocab_tree_flickr100K_words32K.bin) for COLMAP's own loop
+    /// detection in sequential matching; without one, loop pairs come from thumbnail similarity.
+    #[arg(long)]
+    pub vocab_tree: Option<PathBuf>,
+    /// Least share of the photos that must be registered, else an error.
+    #[arg(long, default_value_t = 0.5)]
+    pub min_registered: f64,
+    /// Threads COLMAP uses (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// The colmap program (default: `colmap` on PATH).
+    #[arg(long)]
+    pub colmap: Option<PathBuf>,
+    /// The ffmpeg program (default: `ffmpeg` on PATH).
+    #[arg(long)]
+    pub ffmpeg: Option<PathBuf>,
+    /// The ffprobe program (default: `ffprobe` on PATH).
+    #[arg(long)]
+    pub ffprobe: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum CameraArg {
+    SimplePinhole,
+    Pinhole,
+    SimpleRadial,
+    Radial,
+    Opencv,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum MatcherArg {
+    Exhaustive,
+    Sequential,
+}
+
+impl PrepareArgs {
+    fn options(&self) -> Result<PrepareOptions> {
+        if !(self.min_registered > 0.0 && self.min_registered <= 1.0) {
+            bail!(
+                "--min-registered must be in (0, 1], got {}",
+                self.min_registered
+            );
+        }
+        let frames = match (self.frames, self.fps) {
+            (_, Some(f)) if !(f.is_finite() && f > 0.0 && f <= 240.0) => {
+                bail!("--fps must be in (0, 240], got {f}")
+            }
+            (_, Some(f)) => FrameRate::PerSecond(f),
+            (Some(n), None) if !(2..=100_000).contains(&n) => {
+                bail!("--frames must be between 2 and 100000, got {n}")
+            }
+            (Some(n), None) => FrameRate::Count(n),
+            (None, None) => FrameRate::default(),
+        };
+        if self.threads == Some(0) {
+            bail!("--threads must be at least 1");
+        }
+        Ok(PrepareOptions {
+            camera_model: match self.camera_model {
+                CameraArg::SimplePinhole => CameraModel::SimplePinhole,
+                CameraArg::Pinhole => CameraModel::Pinhole,
+                CameraArg::SimpleRadial => CameraModel::SimpleRadial,
+                CameraArg::Radial => CameraModel::Radial,
+                CameraArg::Opencv => CameraModel::Opencv,
+            },
+            single_camera: !self.camera_per_image,
+            matcher: self.matcher.map(|m| match m {
+                MatcherArg::Exhaustive => Matcher::Exhaustive,
+                MatcherArg::Sequential => Matcher::Sequential,
+            }),
+            frames,
+            vocab_tree: self.vocab_tree.clone(),
+            threads: self.threads,
+            min_registered: self.min_registered,
+            tools: ToolPaths {
+                colmap: self.colmap.clone(),
+                ffmpeg: self.ffmpeg.clone(),
+                ffprobe: self.ffprobe.clone(),
+            },
+        })
+    }
+}
+
+/// Prints stages as they go: a bar on a terminal, a line per stage otherwise.
+struct StageProgress {
+    bar: Option<ProgressBar>,
+    stage: &'static str,
+    started: Instant,
+    terminal: bool,
+}
+
+impl StageProgress {
+    fn event(&mut self, e: Event) {
+        match e {
+            Event::Start { stage, total } => {
+                self.finish_bar();
+                self.stage = stage;
+                self.started = Instant::now();
+                if self.terminal {
+                    let b = ProgressBar::new(total);
+                    b.set_style(
+                        ProgressStyle::with_template("{prefix:>12} {bar:30} {pos}/{len} {elapsed}")
+                            .expect("valid template"),
+                    );
+                    b.set_prefix(stage);
+                    self.bar = Some(b);
+                } else {
+                    eprintln!("{stage}: started");
+                }
+            }
+            Event::Total { total } => {
+                if let Some(b) = &self.bar {
+                    b.set_length(total);
+                }
+            }
+            Event::Advance { done } => {
+                if let Some(b) = &self.bar {
+                    b.set_position(done);
+                }
+            }
+            Event::Done { summary } => {
+                self.finish_bar();
+                eprintln!(
+                    "{}: {summary} ({:.1} s)",
+                    self.stage,
+                    self.started.elapsed().as_secs_f64()
+                );
+            }
+            Event::Note { message } => match &self.bar {
+                Some(b) => b.println(format!("note: {message}")),
+                None => eprintln!("note: {message}"),
+            },
+        }
+    }
+
+    fn finish_bar(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
+}
+
+pub fn prepare(args: PrepareArgs) -> Result<()> {
+    let opts = args.options()?;
+    let started = Instant::now();
+    let mut progress = StageProgress {
+        bar: None,
+        stage: "prepare",
+        started,
+        terminal: std::io::stderr().is_terminal(),
+    };
+    let result = splat_prepare::prepare(&args.input, &args.out, &opts, &mut |e| progress.event(e));
+    progress.finish_bar();
+    let summary = result?;
+    println!(
+        "prepared {}: {} of {} images registered, {} points, in {:.0} s (log: {})",
+        args.out.display(),
+        summary.registered,
+        summary.images,
+        summary.points,
+        started.elapsed().as_secs_f64(),
+        args.out.join("prepare.log").display()
+    );
+    println!(
+        "train it: splat train {} --out {} --eval",
+        crate::shell_word(&args.out),
+        crate::shell_word(&args.out.with_file_name(format!(
+            "{}-trained",
+            args.out
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "splat".into())
+        )))
+    );
+    Ok(())
+}
