@@ -243,8 +243,26 @@ fn load_within_memory(cfg: &RunConfig, force: bool) -> Result<Dataset> {
     Ok(ds)
 }
 
+/// The number of photos in `dir` or `dir/images`, when there are any.
+fn photos_without_poses(dir: &Path) -> Option<usize> {
+    [dir.to_path_buf(), dir.join("images")]
+        .iter()
+        .filter_map(|d| dataset::list_images(d).ok())
+        .map(|names| names.len())
+        .find(|&n| n > 0)
+}
+
 pub fn load_dataset(data: &Path, opts: &LoadOptions) -> Result<Dataset> {
     let t = Instant::now();
+    if opts.format.is_none() && dataset::detect(data).is_err() {
+        if let Some(photos) = photos_without_poses(data) {
+            bail!(
+                "{}: {photos} photos but no camera poses; run `splat prepare {} --out DATASET` (COLMAP) and train on DATASET",
+                data.display(),
+                crate::shell_word(data)
+            );
+        }
+    }
     let ds = dataset::load(data, opts)?;
     for w in &ds.warnings {
         eprintln!("warning: {w}");

@@ -375,7 +375,7 @@ pub fn prepare(
     });
     let t = Instant::now();
     let models = work.join("sparse");
-    let mapper = colmap::map(
+    let mapped = colmap::map(
         &colmap_tool,
         &db,
         &images,
@@ -384,7 +384,14 @@ pub fn prepare(
         &settings,
         &mut log,
         events,
-    )?;
+    );
+    // COLMAP's mapper fails outright when no pair matched: that is none registered.
+    let mapper = match mapped {
+        Err(PrepareError::ToolFailed { .. }) if colmap::largest_model(&models).is_none() => {
+            colmap::MapperStats::default()
+        }
+        r => r?,
+    };
     let verified = mapper
         .pairs_loaded
         .map(|n| n - mapper.pairs_ignored.unwrap_or(0).min(n));

@@ -202,7 +202,7 @@ pub fn run<S: AsRef<OsStr>>(
 pub fn bracket_count(line: &str, marker: &str) -> Option<(u64, u64)> {
     let rest = &line[line.find(marker)? + marker.len()..];
     let rest = rest.trim_start().strip_prefix('[')?;
-    let end = rest.find(|c: char| c == ']' || c == ',')?;
+    let end = rest.find([']', ','])?;
     let (a, b) = rest[..end].split_once('/')?;
     Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
 }

@@ -22,6 +22,17 @@ pub enum CameraModel {
 }
 
 impl CameraModel {
+    /// COLMAP's name of the model.
+    pub fn name(self) -> &'static str {
+        match self {
+            CameraModel::SimplePinhole => "SIMPLE_PINHOLE",
+            CameraModel::Pinhole => "PINHOLE",
+            CameraModel::SimpleRadial => "SIMPLE_RADIAL",
+            CameraModel::Radial => "RADIAL",
+            CameraModel::OpenCv => "OPENCV",
+        }
+    }
+
     fn from_id(id: i32) -> Option<CameraModel> {
         Some(match id {
             0 => CameraModel::SimplePinhole,

@@ -438,6 +438,25 @@ pub fn list_images(dir: &Path) -> Result<Vec<String>, DatasetError> {
     Ok(names)
 }
 
+/// "undistorting to pinhole: 70 SIMPLE_RADIAL cameras, 1 OPENCV camera": one entry per camera
+/// model (a phone capture can have a camera per photo), `None` when nothing is distorted.
+fn undistort_note<'a>(cameras: impl Iterator<Item = &'a colmap::ColmapCamera>) -> Option<String> {
+    let mut counts: Vec<(&'static str, usize)> = Vec::new();
+    for c in cameras.filter(|c| c.is_distorted()) {
+        match counts.iter_mut().find(|(m, _)| *m == c.model.name()) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((c.model.name(), 1)),
+        }
+    }
+    (!counts.is_empty()).then(|| {
+        let parts: Vec<String> = counts
+            .iter()
+            .map(|(m, n)| format!("{n} {m} camera{}", if *n == 1 { "" } else { "s" }))
+            .collect();
+        format!("undistorting to pinhole: {}", parts.join(", "))
+    })
+}
+
 fn load_colmap(root: &Path, opts: &LoadOptions) -> Result<Dataset, DatasetError> {
     let model_dir = colmap::find_model_dir(root)
         .ok_or_else(|| DatasetError::invalid(root, "no COLMAP model in sparse/0 or sparse"))?;
@@ -532,14 +551,8 @@ fn load_colmap(root: &Path, opts: &LoadOptions) -> Result<Dataset, DatasetError>
                 .join(", ")
         ));
     }
-    let distorted: Vec<String> = recon
-        .cameras
-        .iter()
-        .filter(|(_, c)| c.is_distorted())
-        .map(|(id, c)| format!("camera {id} ({:?})", c.model))
-        .collect();
-    if !distorted.is_empty() {
-        notes.push(format!("undistorting to pinhole: {}", distorted.join(", ")));
+    if let Some(note) = undistort_note(recon.cameras.values()) {
+        notes.push(note);
     }
     let background = opts.background.unwrap_or([0.0; 3]);
     let views = load_views(pending, opts, background, &mut warnings, &mut notes)?;
@@ -601,4 +614,36 @@ pub(crate) fn random_points_in_views(
             .push([v.image.data[o], v.image.data[o + 1], v.image.data[o + 2]]);
     }
     pts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::colmap::{CameraModel, ColmapCamera};
+
+    fn camera(model: CameraModel, k1: f64) -> ColmapCamera {
+        ColmapCamera {
+            model,
+            width: 8,
+            height: 6,
+            fx: 10.0,
+            fy: 10.0,
+            cx: 4.0,
+            cy: 3.0,
+            distortion: [k1, 0.0, 0.0, 0.0],
+        }
+    }
+
+    #[test]
+    fn one_undistort_entry_per_camera_model() {
+        let mut cams: Vec<ColmapCamera> = (0..70)
+            .map(|_| camera(CameraModel::SimpleRadial, 0.01))
+            .collect();
+        cams.push(camera(CameraModel::OpenCv, -0.02));
+        cams.push(camera(CameraModel::Pinhole, 0.0));
+        assert_eq!(
+            super::undistort_note(cams.iter()).as_deref(),
+            Some("undistorting to pinhole: 70 SIMPLE_RADIAL cameras, 1 OPENCV camera")
+        );
+        assert_eq!(super::undistort_note(cams[71..].iter()), None);
+    }
 }
