@@ -36,6 +36,16 @@ enum Command {
     /// Generate a small ray-traced capture, train on it, and report the test PSNR (no download needed).
     Demo(demo_cmd::DemoArgs),
     /// Photos or a video to a posed COLMAP dataset (runs COLMAP, and ffmpeg for a video).
+    ///
+    /// Runs structure from motion with COLMAP on a folder of photos or a video and writes a dataset
+    /// `splat train` reads: DATASET/images, DATASET/sparse/0, and images_2, images_4, images_8 (1/2,
+    /// 1/4, 1/8 size: `splat train DATASET --images images_4`).
+    ///
+    /// A video is sampled by ffmpeg (about 150 frames by default) and the blurriest frame of each run
+    /// of five is dropped. COLMAP and ffmpeg run as child processes on the CPU (Debian: `apt-get
+    /// install colmap ffmpeg`); their output is kept in DATASET/prepare.log and their work in
+    /// DATASET/colmap/. Running it again on the same DATASET starts over; a folder holding files
+    /// splat prepare did not write is refused.
     Prepare(prepare_cmd::PrepareArgs),
     /// Train a scene from posed photos (COLMAP, NeRF-synthetic, transforms.json, LLFF).
     Train(train_cmd::TrainArgs),

@@ -10,16 +10,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 use splat_prepare::{CameraModel, Event, FrameRate, Matcher, PrepareOptions, ToolPaths};
 
 #[derive(Args)]
-#[command(
-    long_about = "Runs structure from motion with COLMAP on a folder of photos or a video and \
-    writes a dataset `splat train` reads: DATASET/images, DATASET/sparse/0, and images_2, images_4, \
-    images_8 (1/2, 1/4, 1/8 size: `splat train DATASET --images images_4`).\n\n\
-    A video is sampled by ffmpeg (about 150 frames by default) and the blurriest frame of each run of \
-    five is dropped. COLMAP and ffmpeg run as child processes on the CPU (Debian: `apt-get install \
-    colmap ffmpeg`); their output is kept in DATASET/prepare.log and their work in DATASET/colmap/. \
-    Running it again on the same DATASET starts over; a folder holding files splat prepare did not \
-    write is refused."
-)]
 pub struct PrepareArgs {
     /// A folder of photos (JPEG or PNG; or a folder with an images/ folder in it), or a video file.
     pub input: PathBuf,
