@@ -119,6 +119,62 @@ fn check_layout(data: &Path, count: usize, size: (u32, u32)) {
     );
 }
 
+/// Runs `splat prepare INPUT --out DATA`, which must succeed and say each of `expect`.
+fn prepare_ok(input: &Path, data: &Path, expect: &[&str]) {
+    let o = splat(&[
+        "prepare",
+        input.to_str().unwrap(),
+        "--out",
+        data.to_str().unwrap(),
+    ]);
+    let said = text(&o);
+    assert!(o.status.success(), "prepare failed: {said}");
+    for part in expect {
+        assert!(said.contains(part), "{part:?} not in: {said}");
+    }
+}
+
+/// What a prepared capture must reach: images registered, median pose errors, test PSNR.
+struct Expected {
+    label: &'static str,
+    min_registered: usize,
+    max_rotation_deg: f64,
+    max_position_of_spread: f64,
+    min_psnr: f64,
+}
+
+/// Checks the poses of `data` against the cameras the photos were taken with (`name_of` maps a
+/// photo's index to its name in the dataset), then trains on it and checks the test PSNR.
+fn check_poses_and_training(
+    data: &Path,
+    truth: &[splat_core::Camera],
+    name_of: &dyn Fn(usize) -> String,
+    want: &Expected,
+) {
+    let e = pose_errors(&data.join("sparse/0"), truth, name_of);
+    let rot = PoseErrors::median(&e.rotation_deg);
+    let pos = PoseErrors::median(&e.position) / e.extent;
+    eprintln!(
+        "{}: {} registered, rotation error median {rot:.3} deg, position {:.3}% of the spread",
+        want.label,
+        e.matched,
+        100.0 * pos
+    );
+    assert!(
+        e.matched >= want.min_registered,
+        "only {} registered",
+        e.matched
+    );
+    assert!(
+        rot < want.max_rotation_deg && pos < want.max_position_of_spread,
+        "rotation {rot} deg, position {pos} of the spread"
+    );
+    let trained = data.with_file_name(format!("{}-trained", want.label));
+    let psnr = train_psnr(data, &trained);
+    eprintln!("{}: test PSNR {psnr:.2} dB", want.label);
+    assert!(psnr > want.min_psnr, "test PSNR {psnr:.2} dB");
+}
+
 #[test]
 fn photos_to_poses_to_a_trained_scene() {
     if !need_tools() {
@@ -129,39 +185,15 @@ fn photos_to_poses_to_a_trained_scene() {
     let opts = PhotoOptions::default();
     let truth = write_demo_photos(&photos, &opts).unwrap();
     let data = dir.path().join("data");
-    let o = splat(&[
-        "prepare",
-        photos.to_str().unwrap(),
-        "--out",
-        data.to_str().unwrap(),
-    ]);
-    let said = text(&o);
-    assert!(o.status.success(), "prepare failed: {said}");
     // Progress per stage with its counts.
-    for part in [
+    let expect = [
         "SIFT features of 40 images",
         "exhaustive: 780 image pairs tried",
         "of 40 images registered",
         "verified geometry",
-    ] {
-        assert!(said.contains(part), "{part:?} not in: {said}");
-    }
+    ];
+    prepare_ok(&photos, &data, &expect);
     check_layout(&data, 40, (opts.width, opts.height));
-    let e = pose_errors(&data.join("sparse/0"), &truth, &|i| {
-        format!("photo_{i:03}.jpg")
-    });
-    assert!(e.matched >= 36, "only {} of 40 registered", e.matched);
-    let rot = PoseErrors::median(&e.rotation_deg);
-    let pos = PoseErrors::median(&e.position) / e.extent;
-    eprintln!(
-        "photos: {} registered, rotation error median {rot:.3} deg, position {:.3}% of the spread",
-        e.matched,
-        100.0 * pos
-    );
-    assert!(
-        rot < 1.0 && pos < 0.02,
-        "rotation {rot} deg, position {pos} of the spread"
-    );
     // The hint of `splat train` on photos without poses.
     let o = splat(&[
         "train",
@@ -176,9 +208,14 @@ fn photos_to_poses_to_a_trained_scene() {
         "{said}"
     );
     assert_eq!(said.trim().lines().count(), 1, "{said}");
-    let psnr = train_psnr(&data, &dir.path().join("trained"));
-    eprintln!("photos: test PSNR {psnr:.2} dB");
-    assert!(psnr > MIN_PSNR_PHOTOS, "test PSNR {psnr:.2} dB");
+    let want = Expected {
+        label: "photos",
+        min_registered: 36,
+        max_rotation_deg: 1.0,
+        max_position_of_spread: 0.02,
+        min_psnr: MIN_PSNR_PHOTOS,
+    };
+    check_poses_and_training(&data, &truth, &|i| format!("photo_{i:03}.jpg"), &want);
 }
 
 #[test]
@@ -201,45 +238,26 @@ fn a_video_to_a_trained_scene_twice_in_one_folder() {
         .unwrap();
     assert!(o.status.success(), "ffmpeg: {}", text(&o));
     let data = dir.path().join("my data 'set' (1)");
-    for run in 0..2 {
-        let o = splat(&[
-            "prepare",
-            video.to_str().unwrap(),
-            "--out",
-            data.to_str().unwrap(),
-        ]);
-        let said = text(&o);
-        assert!(o.status.success(), "prepare run {run} failed: {said}");
-        for part in [
-            "40 frames of 5.0 s of video",
-            "32 kept",
-            "sequential:",
-            "loop pairs",
-            "of 32 images registered",
-        ] {
-            assert!(said.contains(part), "{part:?} not in: {said}");
-        }
+    let expect = [
+        "40 frames of 5.0 s of video",
+        "32 kept",
+        "sequential:",
+        "loop pairs",
+        "of 32 images registered",
+    ];
+    for _run in 0..2 {
+        prepare_ok(&video, &data, &expect);
     }
     check_layout(&data, 32, (opts.width, opts.height));
+    let want = Expected {
+        label: "video",
+        min_registered: 29,
+        max_rotation_deg: 1.5,
+        max_position_of_spread: 0.03,
+        min_psnr: MIN_PSNR_VIDEO,
+    };
     // frame_00001.jpg is photo 0.
-    let e = pose_errors(&data.join("sparse/0"), &truth, &|i| {
-        format!("frame_{:05}.jpg", i + 1)
-    });
-    let rot = PoseErrors::median(&e.rotation_deg);
-    let pos = PoseErrors::median(&e.position) / e.extent;
-    eprintln!(
-        "video: {} registered, rotation error median {rot:.3} deg, position {:.3}% of the spread",
-        e.matched,
-        100.0 * pos
-    );
-    assert!(e.matched >= 29, "only {} of 32 registered", e.matched);
-    assert!(
-        rot < 1.5 && pos < 0.03,
-        "rotation {rot} deg, position {pos} of the spread"
-    );
-    let psnr = train_psnr(&data, &dir.path().join("trained"));
-    eprintln!("video: test PSNR {psnr:.2} dB");
-    assert!(psnr > MIN_PSNR_VIDEO, "test PSNR {psnr:.2} dB");
+    check_poses_and_training(&data, &truth, &|i| format!("frame_{:05}.jpg", i + 1), &want);
 }
 
 /// A folder on PATH holding links to only the named programs.
@@ -252,37 +270,51 @@ fn path_with(dir: &Path, tools: &[&str]) -> PathBuf {
     bin
 }
 
+/// Runs `splat prepare INPUT --out OUT EXTRA...` (with `PATH` set to `path` when given), which must
+/// fail with one error line saying each of `expect`.
+fn prepare_fails(input: &Path, out: &Path, extra: &[&str], path: Option<&Path>, expect: &[&str]) {
+    let mut args = vec![
+        "prepare",
+        input.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    let o = match path {
+        Some(p) => splat_with_path(&args, p),
+        None => splat(&args),
+    };
+    let said = text(&o);
+    assert!(!o.status.success(), "{args:?} succeeded: {said}");
+    // One error line, the last (progress lines of stages that ran come before it).
+    let errors: Vec<&str> = said.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{said}");
+    assert!(said.trim_end().ends_with(errors[0]), "{said}");
+    for part in expect {
+        assert!(said.contains(part), "{part:?} not in: {said}");
+    }
+}
+
+fn tiny_photos(dir: &Path) -> PathBuf {
+    let photos = dir.join("photos");
+    let opts = PhotoOptions {
+        views: 3,
+        width: 32,
+        height: 24,
+        ..Default::default()
+    };
+    write_demo_photos(&photos, &opts).unwrap();
+    photos
+}
+
 #[test]
 fn missing_programs_name_their_package_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let photos = dir.path().join("photos");
-    write_demo_photos(
-        &photos,
-        &PhotoOptions {
-            views: 3,
-            width: 32,
-            height: 24,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let photos = tiny_photos(dir.path());
     let out = dir.path().join("out");
     let empty = path_with(dir.path(), &[]);
-    let o = splat_with_path(
-        &[
-            "prepare",
-            photos.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &empty,
-    );
-    let said = text(&o);
-    assert!(!o.status.success());
-    assert!(
-        said.contains("colmap is not installed") && said.contains("apt-get install colmap"),
-        "{said}"
-    );
+    let expect = ["colmap is not installed", "apt-get install colmap"];
+    prepare_fails(&photos, &out, &[], Some(&empty), &expect);
     assert!(
         !out.exists(),
         "nothing is written before the programs are found"
@@ -292,94 +324,38 @@ fn missing_programs_name_their_package_and_write_nothing() {
         let video = dir.path().join("v.mp4");
         std::fs::write(&video, b"not checked yet").unwrap();
         let bin = path_with(&dir.path().join("c"), &["colmap"]);
-        let o = splat_with_path(
-            &[
-                "prepare",
-                video.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-            ],
-            &bin,
-        );
-        let said = text(&o);
-        assert!(!o.status.success());
-        assert!(
-            said.contains("ffmpeg is not installed") && said.contains("apt-get install ffmpeg"),
-            "{said}"
-        );
+        let expect = ["ffmpeg is not installed", "apt-get install ffmpeg"];
+        prepare_fails(&video, &out, &[], Some(&bin), &expect);
     }
-    let o = splat(&[
-        "prepare",
-        photos.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--colmap",
-        "/nonexistent/colmap",
-    ]);
-    assert!(text(&o).contains("/nonexistent/colmap"), "{}", text(&o));
+    let given = ["--colmap", "/nonexistent/colmap"];
+    prepare_fails(&photos, &out, &given, None, &["/nonexistent/colmap"]);
 }
 
 #[test]
 fn input_errors() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let out_s = out.to_str().unwrap();
-    // No images.
     let empty = dir.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     std::fs::write(empty.join("notes.txt"), b"x").unwrap();
-    let o = splat(&["prepare", empty.to_str().unwrap(), "--out", out_s]);
-    assert!(!o.status.success());
-    assert!(text(&o).contains("no images here"), "{}", text(&o));
-    // Nothing there.
-    let o = splat(&[
-        "prepare",
-        dir.path().join("nope").to_str().unwrap(),
-        "--out",
-        out_s,
-    ]);
-    assert!(!o.status.success());
-    assert!(text(&o).contains("no such file or folder"), "{}", text(&o));
-    // Bad option values.
-    for args in [["--fps", "0"], ["--frames", "1"], ["--min-registered", "2"]] {
-        let o = splat(&[
-            "prepare",
-            empty.to_str().unwrap(),
-            "--out",
-            out_s,
-            args[0],
-            args[1],
-        ]);
-        assert!(!o.status.success());
-        assert!(text(&o).contains(args[0]), "{}", text(&o));
+    prepare_fails(&empty, &out, &[], None, &["no images here"]);
+    let nothing = dir.path().join("nope");
+    prepare_fails(&nothing, &out, &[], None, &["no such file or folder"]);
+    for bad in [["--fps", "0"], ["--frames", "1"], ["--min-registered", "2"]] {
+        prepare_fails(&empty, &out, &bad, None, &[bad[0]]);
     }
     // A dataset folder with files of the user's is refused, and they stay.
-    let photos = dir.path().join("photos");
-    write_demo_photos(
-        &photos,
-        &PhotoOptions {
-            views: 3,
-            width: 32,
-            height: 24,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let photos = tiny_photos(dir.path());
     let theirs = dir.path().join("theirs");
     std::fs::create_dir_all(theirs.join("sparse")).unwrap();
     std::fs::write(theirs.join("sparse/keep.txt"), b"mine").unwrap();
     if on_path("colmap").is_some() {
-        let o = splat(&[
-            "prepare",
-            photos.to_str().unwrap(),
-            "--out",
-            theirs.to_str().unwrap(),
-        ]);
-        assert!(!o.status.success());
-        assert!(
-            text(&o).contains("which splat prepare did not write"),
-            "{}",
-            text(&o)
+        prepare_fails(
+            &photos,
+            &theirs,
+            &[],
+            None,
+            &["which splat prepare did not write"],
         );
         assert_eq!(
             std::fs::read(theirs.join("sparse/keep.txt")).unwrap(),
@@ -401,17 +377,12 @@ fn unreadable_videos_and_too_few_registered() {
     ] {
         let video = dir.path().join(name);
         std::fs::write(&video, bytes).unwrap();
-        let o = splat(&[
-            "prepare",
-            video.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        let said = text(&o);
-        assert!(!o.status.success());
-        assert!(
-            said.contains(name) && said.contains("not a video ffmpeg can read"),
-            "{said}"
+        prepare_fails(
+            &video,
+            &out,
+            &[],
+            None,
+            &[name, "not a video ffmpeg can read"],
         );
     }
     // Six photos of unrelated noise: nothing matches, nothing registers.
@@ -428,17 +399,7 @@ fn unreadable_videos_and_too_few_registered() {
         });
         img.save(noise.join(format!("n{i}.png"))).unwrap();
     }
-    let o = splat(&[
-        "prepare",
-        noise.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let said = text(&o);
-    assert!(!o.status.success());
-    assert!(
-        said.contains("of 6 images were registered") && said.contains("What usually helps"),
-        "{said}"
-    );
+    let expect = ["only 0 of 6 images were registered", "What usually helps"];
+    prepare_fails(&noise, &out, &[], None, &expect);
     assert!(out.join("prepare.log").is_file());
 }

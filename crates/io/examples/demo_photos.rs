@@ -30,35 +30,12 @@ fn main() {
 }
 
 fn write_truth(dir: &std::path::Path, cams: &[splat_core::Camera]) {
-    use splat_io::dataset::colmap::{write, ColmapImage, Points};
-    std::fs::create_dir_all(dir).expect("truth folder");
-    let images: Vec<ColmapImage> = cams
-        .iter()
-        .enumerate()
-        .map(|(i, c)| ColmapImage {
-            id: i as u32 + 1,
-            qvec: splat_core::math::mat_to_quat(&c.rotation),
-            tvec: c.translation,
-            camera_id: 1,
-            name: format!("photo_{i:03}.jpg"),
-        })
+    let names: Vec<String> = (0..cams.len())
+        .map(|i| format!("photo_{i:03}.jpg"))
         .collect();
-    let c = &cams[0];
-    let files = [
-        (
-            "cameras.txt",
-            write::cameras_txt(&[(
-                1,
-                "PINHOLE",
-                c.width as u64,
-                c.height as u64,
-                vec![c.fx, c.fy, c.cx, c.cy],
-            )]),
-        ),
-        ("images.txt", write::images_txt(&images)),
-        ("points3D.txt", write::points3d_txt(&Points::default())),
-    ];
-    for (name, text) in files {
-        std::fs::write(dir.join(name), text).expect("truth file");
+    let points = splat_io::dataset::Points::default();
+    if let Err(e) = splat_io::dataset::demo::write_pinhole_model(dir, cams, &names, &points) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
     }
 }

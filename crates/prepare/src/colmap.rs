@@ -68,6 +68,13 @@ fn arg(name: &str, value: impl std::fmt::Display) -> [String; 2] {
     [format!("--{name}"), value.to_string()]
 }
 
+/// `colmap SUBCOMMAND --option value ...` as arguments.
+fn command(subcommand: &str, options: &[[String; 2]]) -> Vec<String> {
+    std::iter::once(subcommand.to_string())
+        .chain(options.iter().flatten().cloned())
+        .collect()
+}
+
 fn path_str(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
@@ -86,20 +93,20 @@ pub fn extract_features(
         stage: "features",
         total: count as u64,
     });
-    let mut args = vec!["feature_extractor".to_string()];
-    for a in [
-        arg("database_path", path_str(db)),
-        arg("image_path", path_str(images)),
-        arg(
-            "ImageReader.camera_model",
-            settings.camera_model.colmap_name(),
-        ),
-        arg("ImageReader.single_camera", settings.single_camera as u8),
-        arg("SiftExtraction.use_gpu", 0),
-        arg("SiftExtraction.num_threads", settings.threads),
-    ] {
-        args.extend(a);
-    }
+    let args = command(
+        "feature_extractor",
+        &[
+            arg("database_path", path_str(db)),
+            arg("image_path", path_str(images)),
+            arg(
+                "ImageReader.camera_model",
+                settings.camera_model.colmap_name(),
+            ),
+            arg("ImageReader.single_camera", settings.single_camera as u8),
+            arg("SiftExtraction.use_gpu", 0),
+            arg("SiftExtraction.num_threads", settings.threads),
+        ],
+    );
     let mut features = Vec::new();
     run(colmap, &args, log, &mut |line| {
         if let Some((done, _)) = bracket_count(line, "Processed file") {
@@ -147,8 +154,7 @@ pub fn match_features(
     match matcher {
         Matcher::Exhaustive => {
             tried = (n * n.saturating_sub(1) / 2) as u64;
-            let mut args = vec!["exhaustive_matcher".to_string()];
-            common.iter().for_each(|a| args.extend(a.clone()));
+            let args = command("exhaustive_matcher", &common);
             events(Event::Start {
                 stage: "matching",
                 total: 0,
@@ -172,8 +178,7 @@ pub fn match_features(
         }
         Matcher::Sequential => {
             let loop_detection = settings.vocab_tree.is_some();
-            let mut args = vec!["sequential_matcher".to_string()];
-            common.iter().for_each(|a| args.extend(a.clone()));
+            let mut args = command("sequential_matcher", &common);
             args.extend(arg("SequentialMatching.overlap", SEQUENTIAL_OVERLAP));
             args.extend(arg("SequentialMatching.quadratic_overlap", 1));
             args.extend(arg(
@@ -249,8 +254,7 @@ fn match_loop_pairs(
         pairs.len(),
         list.display()
     ))?;
-    let mut args = vec!["matches_importer".to_string()];
-    common.iter().for_each(|a| args.extend(a.clone()));
+    let mut args = command("matches_importer", common);
     args.extend(arg("match_list_path", path_str(&list)));
     args.extend(arg("match_type", "pairs"));
     run(colmap, &args, log, &mut |_| {})?;
@@ -289,15 +293,15 @@ pub fn map(
         stage: "mapping",
         total: count as u64,
     });
-    let mut args = vec!["mapper".to_string()];
-    for a in [
-        arg("database_path", path_str(db)),
-        arg("image_path", path_str(images)),
-        arg("output_path", path_str(out)),
-        arg("Mapper.num_threads", settings.threads),
-    ] {
-        args.extend(a);
-    }
+    let args = command(
+        "mapper",
+        &[
+            arg("database_path", path_str(db)),
+            arg("image_path", path_str(images)),
+            arg("output_path", path_str(out)),
+            arg("Mapper.num_threads", settings.threads),
+        ],
+    );
     let mut stats = MapperStats::default();
     run(colmap, &args, log, &mut |line| {
         let line = line.trim();

@@ -301,35 +301,33 @@ fn demo_points(opts: &DemoOptions) -> Points {
     pts
 }
 
-/// Writes the demo capture as a COLMAP text dataset under `root` (`images/`, `sparse/0/*.txt`).
-pub fn write_demo_dataset(root: &Path, opts: &DemoOptions) -> Result<(), DatasetError> {
-    let images_dir = root.join("images");
-    let model_dir = root.join("sparse").join("0");
-    for d in [&images_dir, &model_dir] {
-        std::fs::create_dir_all(d).map_err(|e| DatasetError::io(d, e))?;
-    }
-    let cams = demo_cameras(opts);
-    let mut images = Vec::new();
-    for (i, cam) in cams.iter().enumerate() {
-        let name = format!("view_{i:03}.png");
-        let rgb = render_view(cam);
-        let path = images_dir.join(&name);
-        let png = crate::images::png_bytes(
-            cam.width,
-            cam.height,
-            &rgb.iter().map(|&v| v as f32 / 255.0).collect::<Vec<_>>(),
-        )
-        .map_err(|e| DatasetError::invalid(&path, e.to_string()))?;
-        write_atomic(&path, &png).map_err(|e| DatasetError::io(&path, e))?;
-        images.push(ColmapImage {
+/// Writes a COLMAP text model (`cameras.txt` with one PINHOLE camera, that of `cams[0]`, `images.txt`,
+/// `points3D.txt`) of cameras sharing their intrinsics, `names[i]` the image of `cams[i]`.
+pub fn write_pinhole_model(
+    dir: &Path,
+    cams: &[Camera],
+    names: &[String],
+    points: &Points,
+) -> Result<(), DatasetError> {
+    let Some(c) = cams.first() else {
+        return Err(DatasetError::invalid(
+            dir,
+            "a model needs at least one camera",
+        ));
+    };
+    std::fs::create_dir_all(dir).map_err(|e| DatasetError::io(dir, e))?;
+    let images: Vec<ColmapImage> = cams
+        .iter()
+        .zip(names)
+        .enumerate()
+        .map(|(i, (cam, name))| ColmapImage {
             id: i as u32 + 1,
             qvec: mat_to_quat(&cam.rotation),
             tvec: cam.translation,
             camera_id: 1,
-            name,
-        });
-    }
-    let c = &cams[0];
+            name: name.clone(),
+        })
+        .collect();
     let files = [
         (
             "cameras.txt",
@@ -342,12 +340,38 @@ pub fn write_demo_dataset(root: &Path, opts: &DemoOptions) -> Result<(), Dataset
             )]),
         ),
         ("images.txt", write::images_txt(&images)),
-        ("points3D.txt", write::points3d_txt(&demo_points(opts))),
+        ("points3D.txt", write::points3d_txt(points)),
     ];
     for (name, text) in files {
-        let p = model_dir.join(name);
+        let p = dir.join(name);
         write_atomic(&p, text.as_bytes()).map_err(|e| DatasetError::io(&p, e))?;
     }
+    Ok(())
+}
+
+/// Writes the demo capture as a COLMAP text dataset under `root` (`images/`, `sparse/0/*.txt`).
+pub fn write_demo_dataset(root: &Path, opts: &DemoOptions) -> Result<(), DatasetError> {
+    let images_dir = root.join("images");
+    let model_dir = root.join("sparse").join("0");
+    for d in [&images_dir, &model_dir] {
+        std::fs::create_dir_all(d).map_err(|e| DatasetError::io(d, e))?;
+    }
+    let cams = demo_cameras(opts);
+    let mut names = Vec::new();
+    for (i, cam) in cams.iter().enumerate() {
+        let name = format!("view_{i:03}.png");
+        let rgb = render_view(cam);
+        let path = images_dir.join(&name);
+        let png = crate::images::png_bytes(
+            cam.width,
+            cam.height,
+            &rgb.iter().map(|&v| v as f32 / 255.0).collect::<Vec<_>>(),
+        )
+        .map_err(|e| DatasetError::invalid(&path, e.to_string()))?;
+        write_atomic(&path, &png).map_err(|e| DatasetError::io(&path, e))?;
+        names.push(name);
+    }
+    write_pinhole_model(&model_dir, &cams, &names, &demo_points(opts))?;
     Ok(())
 }
 
