@@ -21,11 +21,13 @@ fn main() {
         std::process::exit(1);
     };
     println!(
-        "{} of {} known images matched; scale {:.4}\nrotation error: median {:.3} deg, max {:.3} deg\n\
+        "{} of {} known images matched; scale {:.4}; centre and orientation alignments {:.3} deg apart\n\
+         rotation error: median {:.3} deg, max {:.3} deg\n\
          position error: median {:.4}, max {:.4} (known units; camera spread {:.4}: median {:.2}% of it)",
         e.matched,
         known.len(),
         e.similarity.scale,
+        e.alignment_gap_deg,
         PoseErrors::median(&e.rotation_deg),
         PoseErrors::max(&e.rotation_deg),
         PoseErrors::median(&e.position),
