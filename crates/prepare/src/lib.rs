@@ -275,7 +275,7 @@ pub fn prepare(
 ) -> Result<Summary, PrepareError> {
     let source = resolve_input(input)?;
     // Every program is found before anything is written.
-    let colmap_tool = Tool::find("colmap", "colmap", opts.tools.colmap.as_deref())?;
+    let colmap = Tool::find("colmap", "colmap", opts.tools.colmap.as_deref())?;
     let video_tools = match &source {
         Source::Video(_) => Some((
             Tool::find("ffmpeg", "ffmpeg", opts.tools.ffmpeg.as_deref())?,
@@ -294,62 +294,21 @@ pub fn prepare(
         input.display(),
         out.display()
     ))?;
-    let mut seconds = Vec::new();
-    let t = Instant::now();
-    let (names, is_video) = match source {
-        Source::Video(video) => {
-            let (ffmpeg, ffprobe) = video_tools.expect("found above");
-            let frames = video::extract(
-                (&ffmpeg, &ffprobe),
-                &video,
-                opts.frames,
-                &work.join("frames"),
-                &images,
-                &mut log,
-                events,
-            )?;
-            seconds.push(("frames", t.elapsed().as_secs_f64()));
-            let names = frames
-                .kept
-                .iter()
-                .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-                .collect();
-            (names, true)
-        }
-        Source::Photos { dir, names } => {
-            if !in_place {
-                copy_photos(&dir, &images, &names)?;
-            }
-            (names, false)
-        }
+    let mut run = Stages {
+        colmap,
+        images,
+        work,
+        log,
+        events,
+        seconds: Vec::new(),
     };
-    let single_camera = opts.single_camera && same_size(&images, &names, events)?;
+    let (names, is_video) = run.gather(source, video_tools, in_place, opts.frames)?;
     let settings = colmap::ColmapSettings {
         camera_model: opts.camera_model,
-        single_camera,
+        single_camera: opts.single_camera && same_size(&run.images, &names, run.events)?,
         vocab_tree: opts.vocab_tree.clone(),
         threads: opts.threads.map_or(-1, |t| t as i64),
     };
-    events(Event::Note {
-        message: format!(
-            "{} {} in {}",
-            names.len(),
-            if is_video { "frames" } else { "photos" },
-            images.display()
-        ),
-    });
-    let db = work.join("database.db");
-    let t = Instant::now();
-    colmap::extract_features(
-        &colmap_tool,
-        &db,
-        &images,
-        names.len(),
-        &settings,
-        &mut log,
-        events,
-    )?;
-    seconds.push(("features", t.elapsed().as_secs_f64()));
     let matcher = opts
         .matcher
         .unwrap_or(if is_video || names.len() > EXHAUSTIVE_MAX {
@@ -357,83 +316,24 @@ pub fn prepare(
         } else {
             Matcher::Exhaustive
         });
-    let t = Instant::now();
-    let tried = colmap::match_features(
-        &colmap_tool,
-        &db,
-        &images,
-        &names,
-        matcher,
-        &settings,
-        &work,
-        &mut log,
-        events,
-    )?;
-    seconds.push(("matching", t.elapsed().as_secs_f64()));
-    events(Event::Done {
-        summary: format!("{}: {tried} image pairs tried", matcher.name()),
-    });
-    let t = Instant::now();
-    let models = work.join("sparse");
-    let mapped = colmap::map(
-        &colmap_tool,
-        &db,
-        &images,
-        &models,
-        names.len(),
-        &settings,
-        &mut log,
-        events,
-    );
-    // COLMAP's mapper fails outright when no pair matched: that is none registered.
-    let mapper = match mapped {
-        Err(PrepareError::ToolFailed { .. }) if colmap::largest_model(&models).is_none() => {
-            colmap::MapperStats::default()
-        }
-        r => r?,
-    };
+    let (tried, mapper) = run.structure_from_motion(&names, &settings, matcher)?;
     let verified = mapper
         .pairs_loaded
         .map(|n| n - mapper.pairs_ignored.unwrap_or(0).min(n));
-    seconds.push(("mapping", t.elapsed().as_secs_f64()));
-    let needed = ((opts.min_registered * names.len() as f64).ceil() as usize)
-        .max(3)
-        .min(names.len());
-    let best = colmap::largest_model(&models);
-    let registered = best.as_ref().map_or(0, |b| b.1);
-    if registered < needed {
-        return Err(PrepareError::TooFewRegistered {
-            registered,
-            total: names.len(),
-            needed,
-            log: log.path().to_path_buf(),
-        });
-    }
-    let (model, _) = best.expect("registered > 0");
-    let stats = colmap::analyze(&colmap_tool, &model, &mut log)?;
-    events(Event::Done {
-        summary: format!(
-            "{registered} of {} images registered, {} points{}; {} image pairs with verified geometry",
-            names.len(),
-            stats.points,
-            stats
-                .reprojection_error_px
-                .map_or(String::new(), |e| format!(", mean reprojection error {e:.2} px")),
-            verified.map_or("?".into(), |v| v.to_string())
-        ),
-    });
-    install_model(&model, &out.join("sparse").join("0"))?;
+    let (registered, stats) =
+        run.install_largest_model(&names, opts.min_registered, verified, out)?;
     let t = Instant::now();
-    events(Event::Start {
+    (run.events)(Event::Start {
         stage: "images_2/4/8",
         total: 0,
     });
     pyramid::write_pyramid(out, &names)?;
-    seconds.push(("images_2/4/8", t.elapsed().as_secs_f64()));
-    events(Event::Done {
+    run.seconds
+        .push(("images_2/4/8", t.elapsed().as_secs_f64()));
+    (run.events)(Event::Done {
         summary: "images_2, images_4 and images_8 written".into(),
     });
-    log.line("done")?;
+    run.log.line("done")?;
     Ok(Summary {
         images: names.len(),
         registered,
@@ -442,8 +342,156 @@ pub fn prepare(
         matcher,
         pairs_tried: tried,
         pairs_verified: verified,
-        seconds,
+        seconds: run.seconds,
     })
+}
+
+/// What the stages share: COLMAP, the folders, the log, progress and stage times.
+struct Stages<'a> {
+    colmap: Tool,
+    images: PathBuf,
+    work: PathBuf,
+    log: Log,
+    events: &'a mut dyn FnMut(Event),
+    seconds: Vec<(&'static str, f64)>,
+}
+
+impl Stages<'_> {
+    /// The photos in `images/` (copied there, or frames extracted there) and whether they are video
+    /// frames.
+    fn gather(
+        &mut self,
+        source: Source,
+        video_tools: Option<(Tool, Tool)>,
+        in_place: bool,
+        frames: FrameRate,
+    ) -> Result<(Vec<String>, bool), PrepareError> {
+        let t = Instant::now();
+        let (names, is_video) = match (source, video_tools) {
+            (Source::Video(video), Some((ffmpeg, ffprobe))) => {
+                let frames = video::extract(
+                    (&ffmpeg, &ffprobe),
+                    &video,
+                    frames,
+                    &self.work.join("frames"),
+                    &self.images,
+                    &mut self.log,
+                    self.events,
+                )?;
+                self.seconds.push(("frames", t.elapsed().as_secs_f64()));
+                let names = frames
+                    .kept
+                    .iter()
+                    .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .collect();
+                (names, true)
+            }
+            (Source::Photos { dir, names }, _) => {
+                if !in_place {
+                    copy_photos(&dir, &self.images, &names)?;
+                }
+                (names, false)
+            }
+            (Source::Video(_), None) => unreachable!("video tools are found for a video"),
+        };
+        (self.events)(Event::Note {
+            message: format!(
+                "{} {} in {}",
+                names.len(),
+                if is_video { "frames" } else { "photos" },
+                self.images.display()
+            ),
+        });
+        Ok((names, is_video))
+    }
+
+    /// Features, matching and mapping; the pairs tried and what the mapper said.
+    fn structure_from_motion(
+        &mut self,
+        names: &[String],
+        settings: &colmap::ColmapSettings,
+        matcher: Matcher,
+    ) -> Result<(u64, colmap::MapperStats), PrepareError> {
+        let db = self.work.join("database.db");
+        let t = Instant::now();
+        let (colmap, images, log) = (&self.colmap, &self.images, &mut self.log);
+        colmap::extract_features(colmap, &db, images, names.len(), settings, log, self.events)?;
+        self.seconds.push(("features", t.elapsed().as_secs_f64()));
+        let t = Instant::now();
+        let tried = colmap::match_features(
+            colmap,
+            &db,
+            images,
+            names,
+            matcher,
+            settings,
+            &self.work,
+            log,
+            self.events,
+        )?;
+        self.seconds.push(("matching", t.elapsed().as_secs_f64()));
+        (self.events)(Event::Done {
+            summary: format!("{}: {tried} image pairs tried", matcher.name()),
+        });
+        let t = Instant::now();
+        let models = self.work.join("sparse");
+        let mapped = colmap::map(
+            colmap,
+            &db,
+            images,
+            &models,
+            names.len(),
+            settings,
+            log,
+            self.events,
+        );
+        // COLMAP's mapper fails outright when no pair matched: that is none registered.
+        let mapper = match mapped {
+            Err(PrepareError::ToolFailed { .. }) if colmap::largest_model(&models).is_none() => {
+                colmap::MapperStats::default()
+            }
+            r => r?,
+        };
+        self.seconds.push(("mapping", t.elapsed().as_secs_f64()));
+        Ok((tried, mapper))
+    }
+
+    /// The model with the most registered images as `out/sparse/0`, or the error that too few are.
+    fn install_largest_model(
+        &mut self,
+        names: &[String],
+        min_registered: f64,
+        verified: Option<u64>,
+        out: &Path,
+    ) -> Result<(usize, colmap::ModelStats), PrepareError> {
+        let needed = ((min_registered * names.len() as f64).ceil() as usize)
+            .max(3)
+            .min(names.len());
+        let best = colmap::largest_model(&self.work.join("sparse"));
+        let registered = best.as_ref().map_or(0, |b| b.1);
+        let Some((model, _)) = best.filter(|_| registered >= needed) else {
+            return Err(PrepareError::TooFewRegistered {
+                registered,
+                total: names.len(),
+                needed,
+                log: self.log.path().to_path_buf(),
+            });
+        };
+        let stats = colmap::analyze(&self.colmap, &model, &mut self.log)?;
+        (self.events)(Event::Done {
+            summary: format!(
+                "{registered} of {} images registered, {} points{}; {} image pairs with verified geometry",
+                names.len(),
+                stats.points,
+                stats
+                    .reprojection_error_px
+                    .map_or(String::new(), |e| format!(", mean reprojection error {e:.2} px")),
+                verified.map_or("?".into(), |v| v.to_string())
+            ),
+        });
+        install_model(&model, &out.join("sparse").join("0"))?;
+        Ok((registered, stats))
+    }
 }
 
 fn copy_photos(from: &Path, to: &Path, names: &[String]) -> Result<(), PrepareError> {
