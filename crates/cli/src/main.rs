@@ -9,6 +9,7 @@ mod eval_cmd;
 mod mpi_collective;
 mod prepare_cmd;
 mod render_cmd;
+mod strategy_args;
 mod train_cmd;
 mod view_cmd;
 

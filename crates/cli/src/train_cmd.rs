@@ -103,25 +103,8 @@ pub struct TrainArgs {
     /// Highest SH degree (0..=3).
     #[arg(long, default_value_t = 3)]
     pub sh_degree: usize,
-    /// Stop densification from growing beyond this many Gaussians.
-    #[arg(long)]
-    pub max_gaussians: Option<usize>,
-    /// Prune Gaussians larger than this times the scene extent (after the first opacity reset), as the
-    /// original does with 0.1; 0 disables it. See NOTES.md for its effect on forward-facing scenes.
-    #[arg(long, default_value_t = 0.1)]
-    pub prune_world_scale: f64,
-    /// First step after which densification runs (original: 500).
-    #[arg(long, default_value_t = TrainConfig::default().densify_from)]
-    pub densify_from: u64,
-    /// Step from which densification stops (original: 15000).
-    #[arg(long, default_value_t = TrainConfig::default().densify_until)]
-    pub densify_until: u64,
-    /// Densify every N steps (original: 100).
-    #[arg(long, default_value_t = TrainConfig::default().densify_interval)]
-    pub densify_interval: u64,
-    /// Reset opacities every N steps while densifying (original: 3000; 0 never).
-    #[arg(long, default_value_t = TrainConfig::default().opacity_reset_interval)]
-    pub opacity_reset_interval: u64,
+    #[command(flatten)]
+    pub strategy: crate::strategy_args::StrategyArgs,
     /// Views per optimizer step: their gradients are summed and one Adam step applied. With B > 1
     /// the schedule (--iters, densification, opacity resets, SH degree) counts views, learning rates
     /// are scaled by sqrt(B) and Adam's momenta by beta^B (Grendel's rules; see NOTES.md). Under
@@ -162,7 +145,7 @@ pub struct TrainArgs {
 
 const MEMORY_HINT: &str =
     "use smaller images (--images images_N, --downscale F), a smaller Gaussian \
-     budget (--max-gaussians N), or --force to try anyway";
+     budget (--max-gaussians N, or --cap-max N with --strategy mcmc), or --force to try anyway";
 
 /// Loads the dataset of a run after checking, from the image headers, that its images fit in memory
 /// beside the Gaussian budget; prints the estimate and refuses (unless `force`) when it exceeds what
@@ -170,7 +153,7 @@ const MEMORY_HINT: &str =
 fn load_within_memory(cfg: &RunConfig, force: bool) -> Result<Dataset> {
     let budget = cfg
         .train
-        .max_gaussians
+        .gaussian_cap()
         .unwrap_or(memory::DEFAULT_GAUSSIAN_BUDGET);
     let gaussian_bytes = budget as u64 * memory::peak_bytes_per_gaussian(cfg.train.sh_degree);
     // Ranks of an MPI job on this machine share its memory.
@@ -218,10 +201,10 @@ fn load_within_memory(cfg: &RunConfig, force: bool) -> Result<Dataset> {
         human_bytes(est.image_bytes),
         ds.train.len() + ds.test.len(),
         human_bytes(est.gaussian_bytes),
-        if cfg.train.max_gaussians.is_some() {
-            ""
-        } else {
-            ", the default budget"
+        match (cfg.train.strategy, cfg.train.max_gaussians) {
+            (splat_train::config::Strategy::Mcmc, _) => ", the mcmc cap",
+            (_, Some(_)) => "",
+            (_, None) => ", the default budget",
         },
         memory::peak_bytes_per_gaussian(cfg.train.sh_degree),
         human_bytes(est.pixel_bytes),
@@ -453,6 +436,17 @@ impl Progress {
                 s.step, self.total
             );
         }
+        if let Some(r) = s.refined {
+            let line = format!(
+                "step {}: mcmc: {} relocated, {} added -> {} Gaussians",
+                s.step, r.relocated, r.added, s.num_gaussians
+            );
+            match &self.bar {
+                Some(b) if s.step.is_multiple_of(1000) => b.println(line),
+                None if s.step.is_multiple_of(1000) => eprintln!("{line}"),
+                _ => {}
+            }
+        }
         if let Some(d) = s.densified {
             let line = format!(
                 "step {}: densified: {} cloned, {} split, {} pruned -> {} Gaussians",
@@ -538,19 +532,14 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
             let data = args.data.clone().expect("required by clap");
             let data = std::fs::canonicalize(&data)
                 .with_context(|| format!("{}: dataset folder not found", data.display()))?;
-            let train = TrainConfig {
+            let mut train = TrainConfig {
                 iterations: args.iters,
                 seed: args.seed,
                 sh_degree: args.sh_degree,
-                max_gaussians: args.max_gaussians,
-                prune_world_scale: args.prune_world_scale,
-                densify_from: args.densify_from,
-                densify_until: args.densify_until,
-                densify_interval: args.densify_interval,
-                opacity_reset_interval: args.opacity_reset_interval,
                 batch: args.batch,
                 ..TrainConfig::default()
             };
+            args.strategy.apply(&mut train)?;
             let cfg = RunConfig {
                 data,
                 load: args.data_args.options(args.eval)?,

@@ -1,6 +1,78 @@
-//! Training hyperparameters; defaults are the original 3DGS ones.
+//! Training hyperparameters; defaults are the original 3DGS ones (and, for `--strategy mcmc`, those of
+//! 3DGS-MCMC as gsplat's `MCMCStrategy` sets them).
 
 use serde::{Deserialize, Serialize};
+
+/// How the set of Gaussians changes during training.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Strategy {
+    /// The original adaptive density control: clone, split, prune, opacity resets ([`crate::densify`]).
+    #[default]
+    Default,
+    /// 3DGS-MCMC: relocate dead Gaussians, grow 5% a refine step up to a cap, noise on positions,
+    /// opacity and scale regularizers ([`crate::mcmc`]).
+    Mcmc,
+}
+
+impl Strategy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Default => "default",
+            Strategy::Mcmc => "mcmc",
+        }
+    }
+}
+
+/// The constants of `--strategy mcmc` (defaults: gsplat's `MCMCStrategy` and its trainer's MCMC
+/// settings). Its refine schedule is `densify_from`, `densify_until` and `densify_interval`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct McmcConfig {
+    /// Growth stops at this many Gaussians.
+    pub cap_max: usize,
+    /// Gaussians at or below this opacity are dead (relocated); also the floor of a relocated opacity.
+    pub min_opacity: f64,
+    /// Position noise scale, times the current position learning rate.
+    pub noise_lr: f64,
+    /// Each refine step adds this fraction of the current count (until the cap).
+    pub growth: f64,
+    /// The position noise's gate `sigmoid(-k (o - t))`: `k`.
+    pub noise_gate_sharpness: f64,
+    /// The gate's `t`: Gaussians well above this opacity barely move.
+    pub noise_gate_opacity: f64,
+    /// Loss weight of the mean opacity.
+    pub opacity_reg: f64,
+    /// Loss weight of the mean scale (over the three axes).
+    pub scale_reg: f64,
+    /// Opacity of the initial Gaussians.
+    pub init_opacity: f64,
+    /// Initial scale as a fraction of the original's (the RMS distance to the 3 nearest points).
+    pub init_scale: f64,
+}
+
+impl Default for McmcConfig {
+    fn default() -> Self {
+        McmcConfig {
+            cap_max: 1_000_000,
+            min_opacity: 0.005,
+            noise_lr: 5e5,
+            growth: 0.05,
+            noise_gate_sharpness: 100.0,
+            noise_gate_opacity: 0.005,
+            opacity_reg: 0.01,
+            scale_reg: 0.01,
+            init_opacity: 0.5,
+            init_scale: 0.1,
+        }
+    }
+}
+
+/// `densify_until`'s default for `--strategy mcmc` (gsplat's `refine_stop_iter`).
+pub const MCMC_REFINE_UNTIL: u64 = 25_000;
+
+/// AbsGS's densification threshold for the absolute-gradient statistic (gsplat's recommendation).
+pub const ABSGRAD_THRESHOLD: f64 = 0.0008;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -41,6 +113,11 @@ pub struct TrainConfig {
     /// [`TrainConfig::per_step`]), and Adam runs with the learning rates times sqrt(B) and the
     /// momenta raised to the power B.
     pub batch: usize,
+    pub strategy: Strategy,
+    pub mcmc: McmcConfig,
+    /// Densify on the sum over pixels of the absolute 2D-mean gradients (AbsGS) instead of the norm of
+    /// their sum; `densify_grad_threshold` is then in those units (default [`ABSGRAD_THRESHOLD`]).
+    pub absgrad: bool,
 }
 
 impl Default for TrainConfig {
@@ -70,6 +147,9 @@ impl Default for TrainConfig {
             prune_world_scale: 0.1,
             prune_screen_radius: None,
             batch: 1,
+            strategy: Strategy::Default,
+            mcmc: McmcConfig::default(),
+            absgrad: false,
         }
     }
 }
@@ -106,6 +186,14 @@ impl TrainConfig {
             densify_interval: interval(self.densify_interval),
             opacity_reset_interval: interval(self.opacity_reset_interval),
             ..self.clone()
+        }
+    }
+
+    /// The most Gaussians the run can hold: the MCMC cap, else `max_gaussians`.
+    pub fn gaussian_cap(&self) -> Option<usize> {
+        match self.strategy {
+            Strategy::Mcmc => Some(self.mcmc.cap_max),
+            Strategy::Default => self.max_gaussians,
         }
     }
 

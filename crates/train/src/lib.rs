@@ -1,8 +1,9 @@
-//! Training of 3D Gaussian splats with the original 3DGS algorithm and defaults.
+//! Training of 3D Gaussian splats with the original 3DGS algorithm and defaults, or 3DGS-MCMC.
 //!
 //! [`loss`] (L1 + D-SSIM with analytic backward), [`adam`] (per-group Adam, eps 1e-15), [`schedule`]
 //! (position learning-rate decay), [`init`] (Gaussians from points), [`densify`] (adaptive density
-//! control editing parameters and optimizer moments together), [`trainer`] (the loop, one view per step),
+//! control editing parameters and optimizer moments together), [`mcmc`] (relocation, growth to a cap,
+//! position noise, regularizers), [`trainer`] (the loop, one view per step),
 //! [`checkpoint`] (exact resume), [`eval`] (PSNR / SSIM on held-out views).
 
 pub mod adam;
@@ -11,6 +12,7 @@ pub mod config;
 pub mod densify;
 pub mod init;
 pub mod loss;
+pub mod mcmc;
 pub mod memory;
 pub mod parallel;
 pub mod random;

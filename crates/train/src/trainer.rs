@@ -23,10 +23,11 @@ use splat_render::sh::active_coeffs;
 use splat_render::{Backend, Buffers, RenderSettings};
 
 use crate::adam::ShGradSource;
-use crate::config::TrainConfig;
+use crate::config::{Strategy, TrainConfig};
 use crate::densify::{self, DensifyReport};
 use crate::init::gaussians_from_points;
 use crate::loss::{loss_grad_and_psnr, LossValue, SsimScratch};
+use crate::mcmc::{self, RefineReport};
 use crate::parallel::{Collective, Local};
 use crate::resident::{BlockConstants, PlannedStep, ResidentEngine, StepOutcome};
 use crate::schedule::exp_decay;
@@ -43,6 +44,8 @@ pub struct StepStats {
     pub psnr: f64,
     pub num_gaussians: usize,
     pub densified: Option<DensifyReport>,
+    /// What an MCMC refine step did.
+    pub refined: Option<RefineReport>,
     pub opacity_reset: bool,
     /// The loss or a gradient was not finite: nothing was applied.
     pub skipped: bool,
@@ -184,7 +187,10 @@ impl<'a> Trainer<'a> {
         extent: f64,
         backend: Box<dyn Backend + Send + 'a>,
     ) -> Self {
-        let gaussians = gaussians_from_points(points, cfg.sh_degree);
+        let mut gaussians = gaussians_from_points(points, cfg.sh_degree);
+        if cfg.strategy == Strategy::Mcmc {
+            mcmc::initialize(&mut gaussians, &cfg.mcmc);
+        }
         let state = TrainState::new(gaussians);
         Self::resume(cfg, views, background, extent, backend, state)
     }
@@ -234,6 +240,12 @@ impl<'a> Trainer<'a> {
     pub fn with_resident(&mut self, engine: Box<dyn ResidentEngine + 'a>) -> Result<(), String> {
         if self.cfg.batch > 1 || self.collective.size() > 1 {
             return Err("resident blocks run one view per step on one rank".into());
+        }
+        if self.cfg.strategy == Strategy::Mcmc {
+            return Err("--strategy mcmc refines on the host".into());
+        }
+        if self.cfg.absgrad {
+            return Err("--absgrad statistics are gathered on the host".into());
         }
         if let Some(why) = engine.unsupported() {
             return Err(why);
@@ -512,7 +524,8 @@ impl<'a> Trainer<'a> {
         // last iteration neither densifies nor resets opacities (a reset there would leave every
         // Gaussian at 1% opacity in the result).
         let last = it >= cfg.iterations;
-        let want_stats = it < cfg.densify_until && !last;
+        let mcmc = cfg.strategy == Strategy::Mcmc;
+        let want_stats = !mcmc && it < cfg.densify_until && !last;
         let n = self.state.len();
         if want_stats {
             for v in [
@@ -623,6 +636,20 @@ impl<'a> Trainer<'a> {
             return Ok(stats);
         }
         self.consecutive_skips = 0;
+        if mcmc && !last {
+            let grads = if single {
+                &mut self.buffers.grads
+            } else {
+                &mut self.batch_grads
+            };
+            stats.loss += mcmc::add_regularizer(
+                &self.state.gaussians,
+                cfg.mcmc.opacity_reg,
+                cfg.mcmc.scale_reg,
+                batch as f64,
+                grads,
+            );
+        }
         let mut replaced_all = false;
         if want_stats {
             densify::apply_stats(
@@ -697,6 +724,20 @@ impl<'a> Trainer<'a> {
             }
         }
         stats.times.adam = t_adam.elapsed();
+        if mcmc && !last {
+            let t = Instant::now();
+            if it > cfg.densify_from
+                && it < cfg.densify_until
+                && cfg.densify_interval > 0
+                && it.is_multiple_of(cfg.densify_interval)
+            {
+                stats.refined = Some(mcmc::refine(&mut self.state, &cfg.mcmc, cfg.seed, it));
+            }
+            // The learning rate of the next step, as gsplat reads it after its scheduler step.
+            let lr = self.position_lr(it + 1);
+            mcmc::inject_noise(&mut self.state.gaussians, &cfg.mcmc, lr, cfg.seed, it);
+            stats.times.densify += t.elapsed();
+        }
         self.state.step = it;
         stats.num_gaussians = self.state.len();
         Ok(stats)

@@ -1,0 +1,166 @@
+//! `splat train`'s densification flags: the strategy and its constants.
+
+use anyhow::{bail, Result};
+use clap::{Args, ValueEnum};
+use splat_train::config::{McmcConfig, Strategy, ABSGRAD_THRESHOLD, MCMC_REFINE_UNTIL};
+use splat_train::TrainConfig;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum StrategyArg {
+    /// The original adaptive density control: clone, split, prune, opacity resets.
+    #[default]
+    Default,
+    /// 3DGS-MCMC: dead Gaussians relocated, growth of 5% a refine step up to --cap-max, noise on
+    /// positions, opacity and scale regularizers (no pruning, cloning, splitting or resets).
+    Mcmc,
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct StrategyArgs {
+    /// Densification strategy (see README.md for which trains better per Gaussian).
+    #[arg(long, value_enum, default_value_t = StrategyArg::Default)]
+    pub strategy: StrategyArg,
+    /// Default strategy: stop densification from growing beyond this many Gaussians.
+    #[arg(long)]
+    pub max_gaussians: Option<usize>,
+    /// Prune Gaussians larger than this times the scene extent (after the first opacity reset), as the
+    /// original does with 0.1; 0 disables it. See NOTES.md for its effect on forward-facing scenes.
+    #[arg(long, default_value_t = 0.1)]
+    pub prune_world_scale: f64,
+    /// First step after which densification (mcmc: refinement) runs.
+    #[arg(long, default_value_t = TrainConfig::default().densify_from)]
+    pub densify_from: u64,
+    /// Step from which densification stops [default: 15000; mcmc 25000].
+    #[arg(long)]
+    pub densify_until: Option<u64>,
+    /// Densify (mcmc: refine) every N steps.
+    #[arg(long, default_value_t = TrainConfig::default().densify_interval)]
+    pub densify_interval: u64,
+    /// Densify Gaussians whose mean screen-space gradient is at least this [default: 0.0002; with
+    /// --absgrad 0.0008].
+    #[arg(long)]
+    pub densify_grad_threshold: Option<f64>,
+    /// Reset opacities every N steps while densifying (original: 3000; 0 never).
+    #[arg(long, default_value_t = TrainConfig::default().opacity_reset_interval)]
+    pub opacity_reset_interval: u64,
+    /// Default strategy: densify on the sum over pixels of the absolute 2D-mean gradients (AbsGS)
+    /// instead of the norm of their sum.
+    #[arg(long)]
+    pub absgrad: bool,
+    /// mcmc: the most Gaussians; growth stops there.
+    #[arg(long, default_value_t = McmcConfig::default().cap_max)]
+    pub cap_max: usize,
+    /// mcmc: opacity at or below which a Gaussian is dead and relocated.
+    #[arg(long, default_value_t = McmcConfig::default().min_opacity)]
+    pub mcmc_min_opacity: f64,
+    /// mcmc: fraction of the count added each refine step.
+    #[arg(long, default_value_t = McmcConfig::default().growth)]
+    pub mcmc_growth: f64,
+    /// mcmc: position noise, times the position learning rate.
+    #[arg(long, default_value_t = McmcConfig::default().noise_lr)]
+    pub mcmc_noise_lr: f64,
+    /// mcmc: sharpness k of the noise gate sigmoid(-k (opacity - t)).
+    #[arg(long, default_value_t = McmcConfig::default().noise_gate_sharpness)]
+    pub mcmc_noise_gate_sharpness: f64,
+    /// mcmc: the noise gate's opacity t.
+    #[arg(long, default_value_t = McmcConfig::default().noise_gate_opacity)]
+    pub mcmc_noise_gate_opacity: f64,
+    /// mcmc: loss weight of the mean opacity.
+    #[arg(long, default_value_t = McmcConfig::default().opacity_reg)]
+    pub mcmc_opacity_reg: f64,
+    /// mcmc: loss weight of the mean scale.
+    #[arg(long, default_value_t = McmcConfig::default().scale_reg)]
+    pub mcmc_scale_reg: f64,
+    /// mcmc: opacity of the initial Gaussians.
+    #[arg(long, default_value_t = McmcConfig::default().init_opacity)]
+    pub mcmc_init_opacity: f64,
+    /// mcmc: initial scale as a fraction of the original's (RMS distance to the 3 nearest points).
+    #[arg(long, default_value_t = McmcConfig::default().init_scale)]
+    pub mcmc_init_scale: f64,
+}
+
+impl StrategyArgs {
+    /// Writes the flags into `train`, refusing combinations that mean nothing.
+    pub fn apply(&self, train: &mut TrainConfig) -> Result<()> {
+        let mcmc = self.strategy == StrategyArg::Mcmc;
+        if mcmc && self.max_gaussians.is_some() {
+            bail!(
+                "--max-gaussians is for the default strategy; --strategy mcmc grows to --cap-max"
+            );
+        }
+        if mcmc && self.absgrad {
+            bail!("--absgrad is for the default strategy (mcmc has no gradient threshold)");
+        }
+        if self.cap_max == 0 {
+            bail!("--cap-max must be at least 1");
+        }
+        let unit = |name: &str, v: f64| -> Result<()> {
+            if !(v > 0.0 && v < 1.0) {
+                bail!("{name} must be in (0, 1), got {v}");
+            }
+            Ok(())
+        };
+        unit("--mcmc-min-opacity", self.mcmc_min_opacity)?;
+        unit("--mcmc-init-opacity", self.mcmc_init_opacity)?;
+        for (name, v) in [
+            ("--mcmc-growth", self.mcmc_growth),
+            ("--mcmc-noise-lr", self.mcmc_noise_lr),
+            (
+                "--mcmc-noise-gate-sharpness",
+                self.mcmc_noise_gate_sharpness,
+            ),
+            ("--mcmc-noise-gate-opacity", self.mcmc_noise_gate_opacity),
+            ("--mcmc-opacity-reg", self.mcmc_opacity_reg),
+            ("--mcmc-scale-reg", self.mcmc_scale_reg),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                bail!("{name} must be a finite number at least 0, got {v}");
+            }
+        }
+        if !(self.mcmc_init_scale.is_finite() && self.mcmc_init_scale > 0.0) {
+            bail!(
+                "--mcmc-init-scale must be above 0, got {}",
+                self.mcmc_init_scale
+            );
+        }
+        if let Some(t) = self.densify_grad_threshold {
+            if !(t.is_finite() && t > 0.0) {
+                bail!("--densify-grad-threshold must be above 0, got {t}");
+            }
+        }
+        train.strategy = if mcmc {
+            Strategy::Mcmc
+        } else {
+            Strategy::Default
+        };
+        train.max_gaussians = self.max_gaussians;
+        train.prune_world_scale = self.prune_world_scale;
+        train.densify_from = self.densify_from;
+        train.densify_until = self.densify_until.unwrap_or(if mcmc {
+            MCMC_REFINE_UNTIL
+        } else {
+            TrainConfig::default().densify_until
+        });
+        train.densify_interval = self.densify_interval;
+        train.opacity_reset_interval = self.opacity_reset_interval;
+        train.absgrad = self.absgrad;
+        train.densify_grad_threshold = self.densify_grad_threshold.unwrap_or(if self.absgrad {
+            ABSGRAD_THRESHOLD
+        } else {
+            TrainConfig::default().densify_grad_threshold
+        });
+        train.mcmc = McmcConfig {
+            cap_max: self.cap_max,
+            min_opacity: self.mcmc_min_opacity,
+            noise_lr: self.mcmc_noise_lr,
+            growth: self.mcmc_growth,
+            noise_gate_sharpness: self.mcmc_noise_gate_sharpness,
+            noise_gate_opacity: self.mcmc_noise_gate_opacity,
+            opacity_reg: self.mcmc_opacity_reg,
+            scale_reg: self.mcmc_scale_reg,
+            init_opacity: self.mcmc_init_opacity,
+            init_scale: self.mcmc_init_scale,
+        };
+        Ok(())
+    }
+}
