@@ -260,6 +260,30 @@ fn train_user_errors() {
         "config.json",
     );
     assert_user_error(&splat(&["eval", "x.ply"], dir.path()), "--data is required");
+    let strategy_errors: [(&[&str], &str); 5] = [
+        (&["--strategy", "mcmc", "--max-gaussians", "9"], "--cap-max"),
+        (
+            &["--strategy", "mcmc", "--absgrad"],
+            "--absgrad is for the default strategy",
+        ),
+        (
+            &["--strategy", "mcmc", "--cap-max", "0"],
+            "--cap-max must be at least 1",
+        ),
+        (
+            &["--mcmc-min-opacity", "1.5"],
+            "--mcmc-min-opacity must be in (0, 1)",
+        ),
+        (
+            &["--densify-grad-threshold=-1"],
+            "--densify-grad-threshold must be above 0",
+        ),
+    ];
+    for (flags, needle) in strategy_errors {
+        let mut args = vec!["train", "empty", "--out", "o"];
+        args.extend(flags);
+        assert_user_error(&splat(&args, dir.path()), needle);
+    }
 }
 
 /// Empty elements: the report must self-close them (`<img .../>`).

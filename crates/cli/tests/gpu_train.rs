@@ -153,4 +153,15 @@ fn mcmc_on_the_gpu_falls_back_to_per_stage_and_matches_the_cpu() {
     assert_eq!(c["num_gaussians"], 450, "{c}");
     let (pg, pc) = (g["psnr"].as_f64().unwrap(), c["psnr"].as_f64().unwrap());
     assert!((pg - pc).abs() < 0.1, "gpu {pg} vs cpu {pc}");
+    // absgrad's statistic is not in the GPU rasterizer: refused before training, in one line.
+    let out = splat(
+        &["train", d, "--out", "abs", "--backend", "gpu", "--absgrad"],
+        dir.path(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--absgrad is not on the GPU backend"),
+        "{err}"
+    );
+    assert!(!dir.path().join("abs/point_cloud.ply").exists());
 }

@@ -45,7 +45,7 @@ fn densify_stats_match_the_cpu() {
         // One-view steps: per-step buffers start at zero and are added into the running ones.
         let (mut norms, mut counts, mut radii) =
             (vec![0.0f32; n], vec![0.0f32; n], vec![0.0f32; n]);
-        view_stats(&p, &pg, w, h, &mut norms, &mut counts, &mut radii);
+        view_stats(&p, &pg, false, w, h, &mut norms, &mut counts, &mut radii);
         for i in 0..n {
             acc_cpu[i] += norms[i];
             cnt_cpu[i] += counts[i];

@@ -39,7 +39,7 @@ pub fn rasterize_backward<F: Real>(
     out: &mut ProjectedGrads<F>,
 ) {
     assert_eq!(grad_image.len(), raster.image.len(), "grad_image size");
-    out.reset(projected.len());
+    out.reset_for(projected.len(), settings.absgrad);
     let cut = CutoffsF::<F>::new(&settings.cutoffs);
     let sweep = Sweep {
         projected,
@@ -109,6 +109,10 @@ impl<F: Real> PairGrads<F> {
         let gm = &mut out.grad_means2d[id];
         gm[0] += self.mean2d[0];
         gm[1] += self.mean2d[1];
+        if let Some(ga) = out.abs_grad_means2d.get_mut(id) {
+            ga[0] += self.mean2d[0].abs();
+            ga[1] += self.mean2d[1].abs();
+        }
         let gc = &mut out.grad_conics[id];
         gc[0] += self.conic[0];
         gc[1] -= self.conic[1];

@@ -49,6 +49,9 @@ pub struct RenderSettings {
     /// colour gradients as it updates, and the gradient buffer then holds no SH part (192 bytes per
     /// Gaussian at degree 3).
     pub sh_grads: bool,
+    /// Whether rasterize backward also sums, per Gaussian, the absolute values of each pixel's 2D-mean
+    /// gradient ([`ProjectedGrads::abs_grad_means2d`], AbsGS's densification statistic).
+    pub absgrad: bool,
 }
 
 impl RenderSettings {
@@ -58,6 +61,7 @@ impl RenderSettings {
             sh_degree,
             cutoffs: Cutoffs::ORIGINAL,
             sh_grads: true,
+            absgrad: false,
         }
     }
 }
@@ -241,6 +245,9 @@ pub struct ProjectedGrads<F> {
     pub grad_colors: Vec<[F; 3]>,
     /// With respect to the activated opacity.
     pub grad_opacities: Vec<F>,
+    /// With [`RenderSettings::absgrad`]: per Gaussian, the sum over pixels of `|d L / d mean2d|`
+    /// taken per component at each pixel; empty otherwise.
+    pub abs_grad_means2d: Vec<[F; 2]>,
 }
 
 impl<F: Real> ProjectedGrads<F> {
@@ -254,6 +261,15 @@ impl<F: Real> ProjectedGrads<F> {
         self.grad_colors.resize(n, [F::zero(); 3]);
         self.grad_opacities.clear();
         self.grad_opacities.resize(n, F::zero());
+        self.abs_grad_means2d.clear();
+    }
+
+    /// [`ProjectedGrads::reset`], with the absolute-gradient sums sized (and zeroed) when `absgrad`.
+    pub fn reset_for(&mut self, n: usize, absgrad: bool) {
+        self.reset(n);
+        if absgrad {
+            self.abs_grad_means2d.resize(n, [F::zero(); 2]);
+        }
     }
 }
 

@@ -418,3 +418,55 @@ fn reused_backend_matches_a_fresh_one() {
         );
     }
 }
+
+/// `RenderSettings::absgrad`: every CPU level sums the per-pixel absolute 2D-mean gradients as the
+/// reference does, leaves every other gradient's bits as they are without it, and the sums bound the
+/// plain gradient (|sum| <= sum of |.|, strictly where pixels disagree in sign).
+#[test]
+fn absgrad_sums_match_the_reference_and_bound_the_plain_gradient() {
+    let (w, h, degree) = (83, 61, 1);
+    let g = stress_scene(21, degree).cast::<f32>();
+    let weights: Vec<f32> = random_weights(21, (w * h * 3) as usize)
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    let mut on = RenderSettings::new(degree);
+    on.absgrad = true;
+    let off = RenderSettings::new(degree);
+    let r = run(&mut ReferenceBackend, &g, &on, w, h, &weights);
+    let r_off = run(&mut ReferenceBackend, &g, &off, w, h, &weights);
+    let (abs, plain) = (
+        &r.projected_grads.abs_grad_means2d,
+        &r.projected_grads.grad_means2d,
+    );
+    assert_eq!(abs.len(), g.len());
+    assert!(r_off.projected_grads.abs_grad_means2d.is_empty());
+    assert_eq!(plain, &r_off.projected_grads.grad_means2d);
+    let mut cancelled = 0;
+    for (a, p) in abs.iter().zip(plain) {
+        for k in 0..2 {
+            assert!(a[k] >= 0.0 && p[k].abs() <= a[k] * (1.0 + 1e-5) + 1e-12);
+            cancelled += (p[k].abs() < 0.9 * a[k]) as usize;
+        }
+    }
+    assert!(
+        cancelled > 10,
+        "only {cancelled} components saw opposite signs"
+    );
+    for level in SimdLevel::available() {
+        let f = run(&mut CpuBackend::with_simd(level), &g, &on, w, h, &weights);
+        let f_off = run(&mut CpuBackend::with_simd(level), &g, &off, w, h, &weights);
+        close(
+            &format!("{level:?} abs_grad_means2d"),
+            abs.as_flattened(),
+            f.projected_grads.abs_grad_means2d.as_flattened(),
+            1e-4,
+        );
+        assert_eq!(
+            f.projected_grads.grad_means2d, f_off.projected_grads.grad_means2d,
+            "{level:?}"
+        );
+        assert_eq!(f.grads.means, f_off.grads.means, "{level:?}");
+        assert!(f_off.projected_grads.abs_grad_means2d.is_empty());
+    }
+}

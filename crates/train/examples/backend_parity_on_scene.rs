@@ -101,6 +101,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             densify::view_stats(
                 &bufs[k].projected,
                 &bufs[k].projected_grads,
+                false,
                 cam.width,
                 cam.height,
                 nm,

@@ -5,7 +5,10 @@
 //!
 //! The statistic is the norm of the gradient of the loss with respect to the projected 2D mean, expressed in
 //! normalized device coordinates (`grad_px * width / 2`, `grad_py * height / 2`): the original computes the
-//! gradient with respect to NDC, and its 0.0002 threshold is in those units.
+//! gradient with respect to NDC, and its 0.0002 threshold is in those units. With `--absgrad` (AbsGS,
+//! Ye et al. 2024) the gradient summed over pixels is replaced by the sum of its per-pixel absolute
+//! values, component-wise: gradients of opposite sign in different pixels no longer cancel, so large
+//! Gaussians over fine detail get split; the threshold is then 0.0008 (gsplat's recommendation).
 
 use splat_core::math::{mat3_vec, quat_to_mat};
 use splat_core::{logit, sigmoid, Gaussians};
@@ -17,10 +20,14 @@ use crate::state::{group_params, group_width, TrainState, GROUPS};
 
 /// Adds one view's densification statistics into per-step buffers: per visible Gaussian, the norm of
 /// its 2D-mean gradient in NDC units (the pixel gradient times W/2, H/2, as the original measures it),
-/// a count of 1, and its radius into the running maximum.
+/// a count of 1, and its radius into the running maximum. With `absgrad` the gradient is AbsGS's: per
+/// component, the sum over pixels of the absolute per-pixel gradients
+/// ([`ProjectedGrads::abs_grad_means2d`], which the render must have produced).
+#[allow(clippy::too_many_arguments)]
 pub fn view_stats(
     projected: &Projected<f32>,
     grads: &ProjectedGrads<f32>,
+    absgrad: bool,
     width: u32,
     height: u32,
     norms: &mut [f32],
@@ -28,12 +35,22 @@ pub fn view_stats(
     radii: &mut [f32],
 ) {
     let (hw, hh) = (0.5 * width as f32, 0.5 * height as f32);
+    let source = if absgrad {
+        assert_eq!(
+            grads.abs_grad_means2d.len(),
+            norms.len(),
+            "absgrad statistics requested but the backend did not produce them"
+        );
+        &grads.abs_grad_means2d
+    } else {
+        &grads.grad_means2d
+    };
     for i in 0..norms.len() {
         let r = projected.radii[i];
         if r == 0 {
             continue;
         }
-        let [gx, gy] = grads.grad_means2d[i];
+        let [gx, gy] = source[i];
         norms[i] += ((gx * hw).powi(2) + (gy * hh).powi(2)).sqrt();
         counts[i] += 1.0;
         radii[i] = radii[i].max(r as f32);

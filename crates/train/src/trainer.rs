@@ -459,6 +459,7 @@ impl<'a> Trainer<'a> {
         let mut settings = RenderSettings::new(self.state.active_sh_degree);
         settings.background = self.background;
         settings.sh_grads = sh_grads;
+        settings.absgrad = self.cfg.absgrad && self.cfg.strategy == Strategy::Default;
         let g = &self.state.gaussians;
         splat_render::render(self.backend.as_mut(), g, cam, &settings, &mut self.buffers);
         times.add_render(&self.buffers.timings);
@@ -557,6 +558,7 @@ impl<'a> Trainer<'a> {
                 densify::view_stats(
                     &self.buffers.projected,
                     &self.buffers.projected_grads,
+                    cfg.absgrad,
                     cam.width,
                     cam.height,
                     &mut self.step_norms,

@@ -285,6 +285,7 @@ pub struct BandScratch {
     /// Gathered entries of the current tile (capacity for the band's longest list).
     gathered: Vec<TileGaussian>,
     acc: Vec<[f32; 9]>,
+    acc_abs: Vec<[f32; 2]>,
     tile_out: Box<TileOut>,
     grad_in: Box<TileGradIn>,
 }
@@ -462,16 +463,35 @@ fn band_range(bins: &Bins, grid: &TileGrid, ty: usize) -> (usize, usize) {
     }
 }
 
+/// A band's intersection records: the gradients and, with absgrad, the absolute mean2d sums (else
+/// empty).
+struct Slots<'a> {
+    grads: &'a mut [[f32; 9]],
+    abs: &'a mut [[f32; 2]],
+}
+
+impl<'a> Slots<'a> {
+    fn split_at_mut(self, at: usize) -> (Slots<'a>, Slots<'a>) {
+        let (gl, gr) = self.grads.split_at_mut(at);
+        let (al, ar) = if self.abs.is_empty() {
+            (Default::default(), Default::default())
+        } else {
+            self.abs.split_at_mut(at)
+        };
+        (Slots { grads: gl, abs: al }, Slots { grads: gr, abs: ar })
+    }
+}
+
 /// Calls `f(band, slots, scratch)` in parallel for consecutive parts of `data` (band `i` owns
 /// `bounds[i]..bounds[i + 1]`), splitting recursively with `rayon::join`: no heap allocation.
 fn for_each_band<F>(
-    data: &mut [[f32; 9]],
+    data: Slots<'_>,
     bounds: &[usize],
     scratch: &mut [BandScratch],
     first: usize,
     f: &F,
 ) where
-    F: Fn(usize, &mut [[f32; 9]], &mut BandScratch) + Sync,
+    F: Fn(usize, Slots<'_>, &mut BandScratch) + Sync,
 {
     let parts = bounds.len() - 1;
     match parts {
@@ -494,6 +514,8 @@ fn for_each_band<F>(
 pub struct BackwardScratch {
     /// Per intersection: grad mean2d (2), conic (3), colour (3), opacity (1).
     pub intersection_grads: Vec<[f32; 9]>,
+    /// Per intersection with absgrad: the sums of |grad mean2d| over the tile's pixels.
+    pub intersection_abs: Vec<[f32; 2]>,
     band_bounds: Vec<usize>,
 }
 
@@ -523,6 +545,11 @@ pub fn backward(
     let total = bins.gaussian_ids.len();
     bwd.intersection_grads.clear();
     bwd.intersection_grads.resize(total, [0.0; 9]);
+    let absgrad = settings.absgrad;
+    bwd.intersection_abs.clear();
+    if absgrad {
+        bwd.intersection_abs.resize(total, [0.0; 2]);
+    }
 
     // Tile lists are in tile order, so each row of tiles owns a contiguous run of intersections.
     bwd.band_bounds.clear();
@@ -544,7 +571,7 @@ pub fn backward(
     );
 
     let bounds = &bwd.band_bounds;
-    let band_fn = |ty: usize, slots: &mut [[f32; 9]], sc: &mut BandScratch| {
+    let band_fn = |ty: usize, mut slots: Slots<'_>, sc: &mut BandScratch| {
         let band_start = bounds[ty];
         for tx in 0..grid.tiles_x as usize {
             let tile = ty * grid.tiles_x as usize + tx;
@@ -558,13 +585,16 @@ pub fn backward(
             gather(culls, list, rect, &mut sc.gathered);
             let gs = &sc.gathered[..];
             let n = gs.len();
+            sc.acc.clear();
+            sc.acc.resize(n, [0.0; 9]);
+            sc.acc_abs.clear();
+            if absgrad {
+                sc.acc_abs.resize(n, [0.0; 2]);
+            }
             if level == SimdLevel::Scalar {
-                sc.acc.clear();
-                sc.acc.resize(n, [0.0; 9]);
-                backward_tile_scalar(gs, rect, &cut, bg, w, raster, grad_image, &mut sc.acc);
-                for (k, g) in gs.iter().enumerate() {
-                    slots[base + g.pos as usize] = sc.acc[k];
-                }
+                let acc = (&mut sc.acc[..], &mut sc.acc_abs[..]);
+                backward_tile_scalar(gs, rect, &cut, bg, w, raster, grad_image, acc);
+                store_tile(gs, base, sc, &mut slots);
                 continue;
             }
             let (x0, y0, x1, y1) = rect;
@@ -592,23 +622,28 @@ pub fn backward(
                     inp.grad[ch][src + cols..src + 16].fill(0.0);
                 }
             }
-            sc.acc.clear();
-            sc.acc.resize(n, [0.0; 9]);
-            simd::backward(level, gs, x0, y0, &simd_cut, &sc.grad_in, &mut sc.acc);
-            for (k, g) in gs.iter().enumerate() {
-                slots[base + g.pos as usize] = sc.acc[k];
+            let (inp, acc, acc_abs) = (&sc.grad_in, &mut sc.acc, &mut sc.acc_abs);
+            if absgrad {
+                simd::backward::<true>(level, gs, x0, y0, &simd_cut, inp, acc, acc_abs);
+            } else {
+                simd::backward::<false>(level, gs, x0, y0, &simd_cut, inp, acc, acc_abs);
             }
+            store_tile(gs, base, sc, &mut slots);
         }
     };
-    for_each_band(
-        &mut bwd.intersection_grads,
-        bounds,
-        &mut scratch[..tiles_y],
-        0,
-        &band_fn,
-    );
+    let slots = Slots {
+        grads: &mut bwd.intersection_grads,
+        abs: &mut bwd.intersection_abs,
+    };
+    for_each_band(slots, bounds, &mut scratch[..tiles_y], 0, &band_fn);
 
-    out.reset(projected.len());
+    out.reset_for(projected.len(), absgrad);
+    // Sequentially, in intersection order (absgrad only: a statistic, not on the hot path by default).
+    for (&id, a) in bins.gaussian_ids.iter().zip(&bwd.intersection_abs) {
+        let sum = &mut out.abs_grad_means2d[id as usize];
+        sum[0] += a[0];
+        sum[1] += a[1];
+    }
     // One range per thread: each range reads every intersection's gradients, so more ranges cost bandwidth.
     let parts = rayon::current_num_threads();
     let ProjectedGrads {
@@ -616,6 +651,7 @@ pub fn backward(
         grad_conics,
         grad_colors,
         grad_opacities,
+        ..
     } = out;
     reduce_ranges(
         &bins.gaussian_ids,
@@ -629,6 +665,18 @@ pub fn backward(
         },
         projected.len().div_ceil(parts).max(1),
     );
+}
+
+/// Writes a tile's accumulated records into its intersections' slots (list order).
+fn store_tile(gs: &[TileGaussian], base: usize, sc: &BandScratch, slots: &mut Slots<'_>) {
+    for (k, g) in gs.iter().enumerate() {
+        slots.grads[base + g.pos as usize] = sc.acc[k];
+    }
+    if !slots.abs.is_empty() {
+        for (k, g) in gs.iter().enumerate() {
+            slots.abs[base + g.pos as usize] = sc.acc_abs[k];
+        }
+    }
 }
 
 /// The gradients of Gaussians `start..start + len`.
@@ -707,7 +755,7 @@ fn backward_tile_scalar(
     w: usize,
     raster: &RasterOutput<f32>,
     grad_image: &[f32],
-    acc: &mut [[f32; 9]],
+    (acc, acc_abs): (&mut [[f32; 9]], &mut [[f32; 2]]),
 ) {
     let (x0, y0, x1, y1) = rect;
     for py in y0..y1 {
@@ -753,8 +801,16 @@ fn backward_tile_scalar(
                 a[8] += grad_alpha * g;
                 let grad_power = grad_alpha * gs.opacity * g;
                 let c = gs.conic;
-                a[0] += grad_power * (-c[0] * d[0] - c[1] * d[1]);
-                a[1] += grad_power * (-c[2] * d[1] - c[1] * d[0]);
+                let gm = [
+                    grad_power * (-c[0] * d[0] - c[1] * d[1]),
+                    grad_power * (-c[2] * d[1] - c[1] * d[0]),
+                ];
+                a[0] += gm[0];
+                a[1] += gm[1];
+                if let Some(sum) = acc_abs.get_mut(k) {
+                    sum[0] += gm[0].abs();
+                    sum[1] += gm[1].abs();
+                }
                 a[2] += grad_power * -0.5 * d[0] * d[0];
                 a[3] -= grad_power * d[0] * d[1];
                 a[4] += grad_power * -0.5 * d[1] * d[1];

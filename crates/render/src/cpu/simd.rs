@@ -356,15 +356,17 @@ impl Default for TileGradIn {
 }
 
 /// Backward over one tile: `acc[k]` receives Gaussian `k`'s gradients (mean2d 2, conic 3, colour 3,
-/// opacity 1). Slots outside the image must have `n_contrib = 0`.
+/// opacity 1) and, with `ABS`, `acc_abs[k]` the sums of the per-pixel absolute mean2d gradients.
+/// Slots outside the image must have `n_contrib = 0`.
 #[inline(always)]
-fn backward_tile<const L: usize, M: MulAdd>(
+fn backward_tile<const L: usize, M: MulAdd, const ABS: bool>(
     gs: &[TileGaussian],
     x0: u32,
     y0: u32,
     cut: &Cut,
     inp: &TileGradIn,
     acc: &mut [[f32; 9]],
+    acc_abs: &mut [[f32; 2]],
 ) {
     let (px, row_y) = tile_coords(x0, y0);
     let mut t = inp.t_final;
@@ -394,6 +396,8 @@ fn backward_tile<const L: usize, M: MulAdd>(
         let pos = gk.pos;
         // Lane sums: 0..5 the power gradient's moments (see below), 5..8 colour, 8 opacity.
         let mut s = [[0.0f32; L]; 9];
+        // With ABS: lane sums of |d power / d mean| x |gpow| per component.
+        let mut s_abs = [[0.0f32; L]; 2];
         let (first, end) = (gk.rows[0] as usize * 16, (gk.rows[1] as usize + 1) * 16);
         // One tile row per vector, as in the forward: the dy terms once per row.
         let mut rows = [[0.0f32; 16]; 4];
@@ -498,6 +502,12 @@ fn backward_tile<const L: usize, M: MulAdd>(
                 s[2][l] = M::ma(u, dx, s[2][l]);
                 s[3][l] = M::ma(u, dy, s[3][l]);
                 s[4][l] = M::ma(gpow, dy2, s[4][l]);
+                if ABS {
+                    // d power / d mean = (-a dx - b dy, -c dy - b dx), with -a = 2 ha (`a` is alpha
+                    // here) and -c = 2 hc.
+                    s_abs[0][l] += (gpow * M::ma(2.0 * ha, dx, -b * dy)).abs();
+                    s_abs[1][l] += (gpow * M::ma(2.0 * hc, dy, -b * dx)).abs();
+                }
             }
         }
         acc[k] = if touched {
@@ -520,6 +530,9 @@ fn backward_tile<const L: usize, M: MulAdd>(
         } else {
             [0.0; 9]
         };
+        if ABS {
+            acc_abs[k] = [s_abs[0].iter().sum(), s_abs[1].iter().sum()];
+        }
     }
 }
 
@@ -540,15 +553,16 @@ macro_rules! dispatch {
         }
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $features)]
-        unsafe fn $bwd(
+        unsafe fn $bwd<const ABS: bool>(
             gs: &[TileGaussian],
             x0: u32,
             y0: u32,
             cut: &Cut,
             inp: &TileGradIn,
             acc: &mut [[f32; 9]],
+            acc_abs: &mut [[f32; 2]],
         ) {
-            backward_tile::<$lanes, Fused>(gs, x0, y0, cut, inp, acc)
+            backward_tile::<$lanes, Fused, ABS>(gs, x0, y0, cut, inp, acc, acc_abs)
         }
     };
 }
@@ -610,8 +624,9 @@ pub fn forward(
     }
 }
 
-/// Backward over one tile with the kernels of `level`.
-pub fn backward(
+/// Backward over one tile with the kernels of `level`; `acc_abs` is written only with `ABS`.
+#[allow(clippy::too_many_arguments)]
+pub fn backward<const ABS: bool>(
     level: SimdLevel,
     gs: &[TileGaussian],
     x0: u32,
@@ -619,15 +634,16 @@ pub fn backward(
     cut: &Cut,
     inp: &TileGradIn,
     acc: &mut [[f32; 9]],
+    acc_abs: &mut [[f32; 2]],
 ) {
     match supported(level) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: see `forward`.
-        SimdLevel::Avx512 => unsafe { backward_avx512(gs, x0, y0, cut, inp, acc) },
+        SimdLevel::Avx512 => unsafe { backward_avx512::<ABS>(gs, x0, y0, cut, inp, acc, acc_abs) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: see `forward`.
-        SimdLevel::Avx2 => unsafe { backward_avx2(gs, x0, y0, cut, inp, acc) },
-        _ => backward_tile::<4, Separate>(gs, x0, y0, cut, inp, acc),
+        SimdLevel::Avx2 => unsafe { backward_avx2::<ABS>(gs, x0, y0, cut, inp, acc, acc_abs) },
+        _ => backward_tile::<4, Separate, ABS>(gs, x0, y0, cut, inp, acc, acc_abs),
     }
 }
 

@@ -1,6 +1,7 @@
-//! `--strategy mcmc` end to end on a small generated capture: a resumed run is bitwise identical, the
-//! same seed gives the same bits, the count grows by 5% a refine step to the cap, and the reference and
-//! CPU backends train the same scene (to rounding).
+//! The densification strategies end to end on a small generated capture. `--strategy mcmc`: a resumed
+//! run is bitwise identical, the same seed gives the same bits, the count grows by 5% a refine step to
+//! the cap, and the reference and CPU backends train the same scene (to rounding). `--absgrad`: its
+//! statistic bounds the plain one, so at one threshold it densifies more.
 
 use std::path::Path;
 
@@ -62,7 +63,7 @@ fn run_cfg(dir: &Path, load: &LoadOptions, train: TrainConfig) -> RunConfig {
     }
 }
 
-fn train(
+fn train_with(
     out: &Path,
     cfg: &RunConfig,
     ds: &Dataset,
@@ -84,7 +85,7 @@ fn mcmc_resumes_bitwise_and_is_deterministic_per_seed() {
     let cfg = run_cfg(&data, &load, mcmc_config(130, 3, 520));
     let full = tmp.path().join("full");
     let mut steps = Vec::new();
-    let m_full = train(&full, &cfg, &ds, &cpu, &mut steps);
+    let m_full = train_with(&full, &cfg, &ds, &cpu, &mut steps);
     // Refines at 30, 45, ..., 120: 400 -> 420 -> 441 -> 463 -> 486 -> 510 -> 520 (cap) ...
     let refined: Vec<(u64, usize)> = steps
         .iter()
@@ -103,16 +104,24 @@ fn mcmc_resumes_bitwise_and_is_deterministic_per_seed() {
             (120, 520)
         ]
     );
-    assert!(steps.iter().all(|s| s.densified.is_none() && !s.opacity_reset));
+    assert!(steps
+        .iter()
+        .all(|s| s.densified.is_none() && !s.opacity_reset));
     assert_eq!(m_full.num_gaussians, 520);
 
     // Stopped after step 100 (last checkpoint 80) and resumed.
     let parts = tmp.path().join("parts");
-    assert!(
-        run::train_run(&parts, &cfg, &ds, Start::Fresh, &cpu, Some(100), &mut |_| {})
-            .unwrap()
-            .is_none()
-    );
+    assert!(run::train_run(
+        &parts,
+        &cfg,
+        &ds,
+        Start::Fresh,
+        &cpu,
+        Some(100),
+        &mut |_| {}
+    )
+    .unwrap()
+    .is_none());
     let (state, info) = run::read_checkpoint(&parts).unwrap();
     assert_eq!(state.step, 80);
     let resumed = Start::Resume(Box::new(state), info);
@@ -124,11 +133,11 @@ fn mcmc_resumes_bitwise_and_is_deterministic_per_seed() {
 
     // The same seed again: the same bits; another seed: another scene of the same size.
     let again = tmp.path().join("again");
-    train(&again, &cfg, &ds, &cpu, &mut Vec::new());
+    train_with(&again, &cfg, &ds, &cpu, &mut Vec::new());
     assert!(ply(&full) == ply(&again), "same seed, different bits");
     let other = tmp.path().join("other");
     let cfg_other = run_cfg(&data, &load, mcmc_config(130, 4, 520));
-    let m_other = train(&other, &cfg_other, &ds, &cpu, &mut Vec::new());
+    let m_other = train_with(&other, &cfg_other, &ds, &cpu, &mut Vec::new());
     assert_eq!(m_other.num_gaussians, 520);
     assert!(ply(&full) != ply(&other), "the seed changed nothing");
 }
@@ -140,8 +149,8 @@ fn mcmc_trains_alike_on_the_reference_and_cpu_backends() {
     let (ds, load) = demo(&data, 300);
     let cfg = run_cfg(&data, &load, mcmc_config(100, 1, 400));
     let (mut a, mut b) = (Vec::new(), Vec::new());
-    let m_cpu = train(&tmp.path().join("cpu"), &cfg, &ds, &cpu, &mut a);
-    let m_ref = train(&tmp.path().join("ref"), &cfg, &ds, &reference, &mut b);
+    let m_cpu = train_with(&tmp.path().join("cpu"), &cfg, &ds, &cpu, &mut a);
+    let m_ref = train_with(&tmp.path().join("ref"), &cfg, &ds, &reference, &mut b);
     assert_eq!(m_cpu.num_gaussians, m_ref.num_gaussians);
     for (x, y) in a.iter().zip(&b) {
         assert_eq!(x.refined.map(|r| r.added), y.refined.map(|r| r.added));
@@ -165,4 +174,34 @@ fn mcmc_trains_alike_on_the_reference_and_cpu_backends() {
     let s = &a[0];
     let reg = s.loss - (0.8 * s.l1 + 0.2 * (1.0 - s.ssim));
     assert!((0.005..0.0075).contains(&reg), "regularizer {reg}");
+}
+
+#[test]
+fn absgrad_densifies_more_at_the_same_threshold_on_both_backends() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let (ds, load) = demo(&data, 300);
+    let first_densify = |absgrad: bool, backend: &dyn Fn() -> Box<dyn Backend + Send>| {
+        let train = TrainConfig {
+            iterations: 31,
+            densify_from: 20,
+            densify_interval: 15,
+            absgrad,
+            ..TrainConfig::default()
+        };
+        let mut seen = Vec::new();
+        let out = tmp.path().join(format!("{absgrad}-{}", backend().name()));
+        train_with(&out, &run_cfg(&data, &load, train), &ds, backend, &mut seen);
+        let d = seen[29].densified.expect("densifies at step 30");
+        d.cloned + d.split
+    };
+    for backend in [&cpu as &dyn Fn() -> Box<dyn Backend + Send>, &reference] {
+        let (plain, abs) = (first_densify(false, backend), first_densify(true, backend));
+        // The same state until step 30; |sum of g| <= sum of |g| per component.
+        assert!(
+            abs > plain,
+            "{}: absgrad {abs} vs plain {plain}",
+            backend().name()
+        );
+    }
 }
