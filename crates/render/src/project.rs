@@ -10,6 +10,11 @@
 //! - radius = `ceil(3 sqrt(lambda_max))`, `lambda_max = mid + sqrt(max(0.1, mid^2 - det))`; the Gaussian is
 //!   listed in the tiles its square `[u +- r] x [v +- r]` touches and culled when that is none.
 //! - opacity = `sigmoid(logit)`; colour from [`crate::sh`].
+//! - Antialiased scenes ([`Gaussians::antialiased`], Mip-Splatting's 2D filter as gsplat's `antialiased`
+//!   mode): the opacity is multiplied by `rho = sqrt(det(Sigma2D) / det(Sigma2D + 0.3 I))` (at least
+//!   0.005), so that the dilation widens a small splat without adding energy: a Gaussian far below a
+//!   pixel fades instead of turning into a 0.3 px^2 blob of full opacity. The rasterizer's 1/255 cut
+//!   then applies to `rho o`.
 
 use splat_core::math::{cast3, cast_mat3, mat3_vec, matmul, quat_to_mat, transpose, Mat3, Vec3};
 use splat_core::{sigmoid, Camera, Gaussians, Real, TileGrid, TileRect};
@@ -26,6 +31,8 @@ pub const FLOPS_PER_GAUSSIAN: f64 = 360.0;
 pub const NEAR_PLANE: f64 = 0.2;
 /// Added to the diagonal of the 2D covariance (pixels squared).
 pub const DILATION: f64 = 0.3;
+/// The floor of the antialiasing compensation `rho` (squared in [`compensation`]).
+pub const MIN_COMPENSATION: f64 = 0.005;
 /// `x/z`, `y/z` are clamped to this many times `tan(half fov)` before building the Jacobian.
 pub const FOV_CLAMP: f64 = 1.3;
 
@@ -139,6 +146,22 @@ pub fn geometry<F: Real>(
     })
 }
 
+/// The antialiasing compensation `rho = sqrt(det(Sigma2D) / det(Sigma2D + 0.3 I))` of a dilated 2D
+/// covariance `(a, b, c)` with determinant `det`, floored at [`MIN_COMPENSATION`]; and whether it is
+/// above the floor (where it depends on the covariance).
+#[inline]
+pub fn compensation<F: Real>(cov2d: [F; 3], det: F) -> (F, bool) {
+    let dil = F::c(DILATION);
+    let det_orig = (cov2d[0] - dil) * (cov2d[2] - dil) - cov2d[1] * cov2d[1];
+    let rho2 = det_orig / det;
+    let floor = F::c(MIN_COMPENSATION * MIN_COMPENSATION);
+    if rho2 > floor {
+        (rho2.sqrt(), true)
+    } else {
+        (F::c(MIN_COMPENSATION), false)
+    }
+}
+
 /// The 3-sigma radius of a 2D covariance `(a, b, c)` with determinant `det`.
 #[inline]
 pub fn radius_of<F: Real>(cov2d: [F; 3], det: F) -> F {
@@ -230,7 +253,12 @@ pub fn project_range<F: Real>(
         out.depths[j] = z;
         out.radii[j] = radius.as_f64().min(u32::MAX as f64).max(1.0) as u32;
         out.tile_rects[j] = rect;
-        out.opacities[j] = sigmoid(gaussians.opacity_logits[i]);
+        let opacity = sigmoid(gaussians.opacity_logits[i]);
+        out.opacities[j] = if gaussians.antialiased {
+            opacity * compensation(geo.cov2d, det).0
+        } else {
+            opacity
+        };
         out.colors[j] = rgb;
         out.color_clamped[j] = clamped;
     }

@@ -8,12 +8,16 @@
 //! - `Sigma = M M^T`: `G_M = 2 G_Sigma M`; `M = R_q S`: `G_S = diag(R_q^T G_M)`, `G_Rq = G_M S`;
 //! - `T = J R`: `G_J = G_T R^T`; `J` depends on the camera-space mean (through `x/z`, `y/z` only where they
 //!   are inside the clamp range);
-//! - the 2D mean `u = fx x / z + cx`; the colour through the view direction ([`crate::sh::color_backward`]).
+//! - the 2D mean `u = fx x / z + cx`; the colour through the view direction ([`crate::sh::color_backward`]);
+//! - antialiased scenes (opacity `rho o`, [`crate::project::compensation`]): with `B = Sigma2D + 0.3 I`
+//!   and its inverse the conic `Q`, `d rho^2 / d Sigma2D = (1 - rho^2) Q - 0.3 det(Q) I` (from
+//!   `adj(Sigma2D) = adj(B) - 0.3 I` for 2 x 2 matrices), `d rho = d rho^2 / (2 rho)`; zero where `rho`
+//!   sits at its floor.
 
 use splat_core::math::{mat3_t_vec, matmul, normalize_backward, quat_to_mat_backward, transpose};
-use splat_core::{Camera, Gaussians, Real};
+use splat_core::{sigmoid, Camera, Gaussians, Real};
 
-use crate::project::{geometry, CameraParams};
+use crate::project::{compensation, geometry, CameraParams, DILATION};
 use crate::sh::{active_coeffs, color_backward};
 use crate::types::{
     reset_grads, GaussianGradSlices, GaussianGrads, Projected, ProjectedGrads, RenderSettings,
@@ -75,7 +79,27 @@ pub fn project_backward_range<F: Real>(
         let gq = grads.grad_conics[i];
         let qm = [[q[0], q[1]], [q[1], q[2]]];
         let gqm = [[gq[0], gq[1] / two], [gq[1] / two, gq[2]]];
-        let g_cov2 = matmul(&matmul(&qm, &gqm), &qm).map(|r| r.map(|v| -v));
+        let mut g_cov2 = matmul(&matmul(&qm, &gqm), &qm).map(|r| r.map(|v| -v));
+
+        // Opacity (times the compensation, whose own gradient goes to the 2D covariance).
+        let o = sigmoid(gaussians.opacity_logits[i]);
+        let g_opacity = grads.grad_opacities[i];
+        let mut rho = F::one();
+        if gaussians.antialiased {
+            let [a, b, c] = geo.cov2d;
+            let free;
+            (rho, free) = compensation(geo.cov2d, a * c - b * b);
+            if free {
+                let v = g_opacity * o / (two * rho);
+                let one_minus = F::one() - rho * rho;
+                let eps_det = F::c(DILATION) * (q[0] * q[2] - q[1] * q[1]);
+                g_cov2[0][0] += v * (one_minus * q[0] - eps_det);
+                g_cov2[0][1] += v * one_minus * q[1];
+                g_cov2[1][0] += v * one_minus * q[1];
+                g_cov2[1][1] += v * (one_minus * q[2] - eps_det);
+            }
+        }
+        out.opacity_logits[j] = g_opacity * rho * o * (F::one() - o);
 
         // 2D covariance -> 3D covariance and T.
         let t = geo.t;
@@ -120,9 +144,6 @@ pub fn project_backward_range<F: Real>(
 
         let mut g_mean = mat3_t_vec(&cam.rotation, gp);
 
-        // Opacity.
-        let o = projected.opacities[i];
-        out.opacity_logits[j] = grads.grad_opacities[i] * o * (F::one() - o);
 
         // Colour (the SH coefficients' gradients only where the caller wants them stored).
         let mut unstored_dc = [F::zero(); 3];

@@ -174,6 +174,39 @@ fn smooth_all_parameters_every_degree() {
     }
 }
 
+/// Antialiased scenes: the compensation `rho` and its gradient, on the smooth scene with Gaussians from
+/// pixel size down to far below it (rho well under 1) and one so small that rho sits at its floor.
+#[test]
+fn smooth_antialiased_all_parameters() {
+    let (w, h) = (48, 40);
+    let cam = test_camera(w, h);
+    let weights = random_weights(17, (w * h * 3) as usize);
+    let mut g = smooth_scene(300, 1);
+    for (i, s) in g.log_scales.iter_mut().enumerate().take(6) {
+        *s = s.map(|v| v - 1.0 - 0.4 * i as f64);
+    }
+    let rest = vec![0.0; g.sh_rest_len()];
+    g.push([0.1, -0.1, 0.2], [-9.0, -9.5, -8.7], [1.0, 0.2, 0.1, 0.0], logit(0.7), [0.5; 3], &rest);
+    g.antialiased = true;
+    let mut settings = RenderSettings::new(1);
+    settings.cutoffs = Cutoffs::SMOOTH;
+    let with = forward(&g, &cam, &settings).projected;
+    let mut plain = g.clone();
+    plain.antialiased = false;
+    let without = forward(&plain, &cam, &settings).projected;
+    let rho: Vec<f64> = (0..g.len())
+        .filter(|&i| with.radii[i] > 0)
+        .map(|i| with.opacities[i] / without.opacities[i])
+        .collect();
+    assert!(rho.iter().all(|&r| r > 0.0 && r <= 1.0), "{rho:?}");
+    assert!(rho.iter().any(|&r| r < 0.5), "no strongly compensated Gaussian: {rho:?}");
+    assert!(
+        (rho[rho.len() - 1] - splat_render::project::MIN_COMPENSATION).abs() < 1e-15,
+        "the tiny Gaussian is not at the floor: {rho:?}"
+    );
+    check_all_parameters(&g, &cam, &settings, &weights, "antialiased");
+}
+
 #[test]
 fn smooth_active_degree_below_stored_degree() {
     // Training raises the active degree over time: coefficients above it get exactly zero gradient.
