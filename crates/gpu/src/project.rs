@@ -297,6 +297,8 @@ impl GpuProject {
                 .enumerate()
                 .map(|(k, b)| (7 + k as u32, b, OUTPUT_WORDS[k])),
         );
+        // Bit 0: the scene is antialiased (its opacities carry the compensation).
+        let flags = gaussians.antialiased as u32;
         let mut enc = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -309,7 +311,7 @@ impl GpuProject {
             &self.layout,
             n,
             Self::chunk_len(ctx, rest),
-            |len| camera_uniform(camera, &cam, &grid, [len as u32, coeffs, rest as u32, 0]),
+            |len| camera_uniform(camera, &cam, &grid, [len as u32, coeffs, rest as u32, flags]),
             &bindings,
         );
         ctx.queue.submit([enc.finish()]);

@@ -117,6 +117,8 @@ impl GpuProjectBackward {
             .map(|(k, (b, words))| (1 + k as u32, b, *words))
             .collect();
         bindings.push((11, &output, stride));
+        // Bit 0: the scene is antialiased (its opacities carry the compensation).
+        let flags = gaussians.antialiased as u32;
         let mut enc = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -129,7 +131,7 @@ impl GpuProjectBackward {
             &self.pipeline.get_bind_group_layout(0),
             n,
             chunk_len_for(ctx, stride),
-            |len| camera_uniform(camera, &cam, &grid, [len as u32, coeffs, rest as u32, 0]),
+            |len| camera_uniform(camera, &cam, &grid, [len as u32, coeffs, rest as u32, flags]),
             &bindings,
         );
         ctx.queue.submit([enc.finish()]);

@@ -209,6 +209,8 @@ pub struct GpuResident {
     scan: GpuScan,
     k: Kernels,
     unsupported: Option<String>,
+    /// The loaded scene is antialiased (the camera blocks' flag word; kept across densification).
+    antialiased: bool,
     /// The intersection list's first capacity (None: a guess from the Gaussian count).
     initial_capacity: Option<u32>,
     /// The most intersections a step needed since the list was last resized.
@@ -278,6 +280,7 @@ impl GpuResident {
             scan: GpuScan::new(&ctx),
             k,
             unsupported: None,
+            antialiased: false,
             initial_capacity: None,
             most_needed: 0,
             template: None,
@@ -1041,8 +1044,9 @@ impl GpuResident {
                 mapped_at_creation: false,
             })
         };
+        let flags = self.antialiased as u32;
         let counts_of = |chunk: usize, chunks: usize| {
-            (0..chunks).map(move |c| [chunk.min(n - c * chunk) as u32, 0, rest as u32, 0])
+            (0..chunks).map(move |c| [chunk.min(n - c * chunk) as u32, 0, rest as u32, flags])
         };
         let block_counts: Vec<[u32; 4]> = counts_of(project_chunk, pc)
             .chain(counts_of(backward_chunk, bc))
@@ -1288,6 +1292,7 @@ impl ResidentEngine for GpuResident {
         let ctx = self.ctx.clone();
         let g = &state.gaussians;
         let n = g.len();
+        self.antialiased = g.antialiased;
         let mut flat = state.gaussians.clone();
         let params: Vec<wgpu::Buffer> = (0..GROUPS.len())
             .map(|gi| ctx.storage_from(GROUPS[gi], splat_train::state::group_params(&mut flat, gi)))
@@ -1409,6 +1414,7 @@ impl ResidentEngine for GpuResident {
         let scene = self.scene.as_ref().ok_or("no state loaded")?;
         let n = scene.n;
         resize_gaussians(&mut state.gaussians, n);
+        state.gaussians.antialiased = self.antialiased;
         for gi in 0..GROUPS.len() {
             let len = n * group_width(&state.gaussians, gi);
             let values: Vec<f32> = ctx.read(&scene.params[gi], len).map_err(gpu_err)?;

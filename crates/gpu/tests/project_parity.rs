@@ -120,8 +120,9 @@ fn compare(gpu: &Projected<f32>, reference: &Projected<f32>) -> usize {
 fn project_matches_reference_every_degree() {
     let Some(ctx) = context(|_| {}) else { return };
     let stage = GpuProject::new(&ctx);
-    for degree in 0..=3 {
-        let g = scene(10 + degree as u64, 3000, degree);
+    for (degree, antialiased) in [(0, false), (1, false), (2, true), (3, false), (3, true)] {
+        let mut g = scene(10 + degree as u64, 3000, degree);
+        g.antialiased = antialiased;
         let cam = camera(320, 240);
         let settings = RenderSettings::new(degree);
         let mut reference = Projected::default();
@@ -132,6 +133,13 @@ fn project_matches_reference_every_degree() {
             .expect("GPU project");
         let visible = compare(&gpu, &reference);
         assert!(visible > 500, "degree {degree}: only {visible} visible");
+        let compensated = (0..g.len())
+            .filter(|&i| {
+                reference.radii[i] > 0
+                    && reference.opacities[i] < 0.9 * splat_core::sigmoid(g.opacity_logits[i])
+            })
+            .count();
+        assert_eq!(compensated > 50, antialiased, "{compensated} compensated");
     }
 }
 
@@ -197,8 +205,9 @@ fn project_backward_matches_reference_every_degree() {
     use splat_render::{project_bwd, GaussianGrads, ProjectedGrads};
     let Some(ctx) = context(|_| {}) else { return };
     let stage = GpuProjectBackward::new(&ctx);
-    for degree in 0..=3 {
-        let g = scene(30 + degree as u64, 2000, degree);
+    for (degree, antialiased) in [(0, false), (1, true), (2, false), (3, false), (3, true)] {
+        let mut g = scene(30 + degree as u64, 2000, degree);
+        g.antialiased = antialiased;
         let cam = camera(320, 240);
         let settings = RenderSettings::new(degree);
         let mut p = Projected::default();

@@ -128,20 +128,35 @@ fn resume<'a>(
 /// 15 host steps.
 #[test]
 fn a_block_matches_host_steps_from_the_same_state() {
+    block_matches_host_steps(false);
+}
+
+/// The same on an antialiased scene (the compensation in both project stages, the flag kept across
+/// the block's densification).
+#[test]
+fn an_antialiased_block_matches_host_steps() {
+    block_matches_host_steps(true);
+}
+
+fn block_matches_host_steps(antialiased: bool) {
     let Some(ctx) = common::context(|_| {}) else {
         return;
     };
     let ctx = Arc::new(ctx);
     let tmp = tempfile::tempdir().unwrap();
     let ds = demo(tmp.path());
-    let mut host = trainer(&ctx, &ds, config(80), None);
+    let base = TrainConfig {
+        antialiased,
+        ..config(80)
+    };
+    let mut host = trainer(&ctx, &ds, base.clone(), None);
     while host.state.step < 30 {
         host.step().unwrap();
     }
     assert_eq!(host.state.active_sh_degree, 1);
     let cfg = TrainConfig {
         sh_degree_interval: 35,
-        ..config(80)
+        ..base
     };
     let mut a = resume(&ctx, &ds, &cfg, &host.state, false);
     let mut b = resume(&ctx, &ds, &cfg, &host.state, true);
@@ -162,6 +177,7 @@ fn a_block_matches_host_steps_from_the_same_state() {
     assert_eq!(b.state.active_sh_degree, 2);
     b.sync();
     let (ga, gb) = (&a.state.gaussians, &b.state.gaussians);
+    assert_eq!((ga.antialiased, gb.antialiased), (antialiased, antialiased));
     let groups = [
         (
             "means",

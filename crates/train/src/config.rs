@@ -118,6 +118,9 @@ pub struct TrainConfig {
     /// Densify on the sum over pixels of the absolute 2D-mean gradients (AbsGS) instead of the norm of
     /// their sum; `densify_grad_threshold` is then in those units (default [`ABSGRAD_THRESHOLD`]).
     pub absgrad: bool,
+    /// Train an antialiased scene (Mip-Splatting's 2D filter: opacities times the compensation
+    /// `rho`, see `splat_render::project`); the result says so in its files.
+    pub antialiased: bool,
 }
 
 impl Default for TrainConfig {
@@ -150,6 +153,7 @@ impl Default for TrainConfig {
             strategy: Strategy::Default,
             mcmc: McmcConfig::default(),
             absgrad: false,
+            antialiased: false,
         }
     }
 }

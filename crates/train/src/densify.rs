@@ -209,6 +209,7 @@ pub fn densify_and_prune(
 fn rebuild(state: &mut TrainState, rows: &[(Source, f32)], children: &Gaussians<f32>) {
     let old = &state.gaussians;
     let mut g = Gaussians::<f32>::new(old.sh_degree);
+    g.antialiased = old.antialiased;
     for &(src, _) in rows {
         let (gs, i) = match src {
             Source::Old(i) | Source::Clone(i) => (old, i),

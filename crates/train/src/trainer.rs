@@ -206,6 +206,9 @@ impl<'a> Trainer<'a> {
         state: TrainState,
     ) -> Self {
         assert!(!views.is_empty(), "no training views");
+        let mut state = state;
+        // Checkpoints do not carry the flag: it is the run's (config.json).
+        state.gaussians.antialiased = cfg.antialiased;
         Trainer {
             cfg: cfg.per_step(),
             views,

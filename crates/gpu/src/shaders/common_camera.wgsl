@@ -15,8 +15,24 @@ struct Camera {
     // width, height, tiles_x, tiles_y.
     dims: vec4<u32>,
     // Gaussians in this dispatch (a chunk binds its sub-ranges), active SH coefficients, stored sh_rest floats
-    // per Gaussian, unused.
+    // per Gaussian, flags (bit 0: an antialiased scene).
     counts: vec4<u32>,
+}
+
+// The scene is antialiased: opacities carry the compensation rho (`splat_render::project::compensation`).
+fn antialiased() -> bool {
+    return (cam.counts.w & 1u) != 0u;
+}
+
+// The compensation of a dilated 2D covariance (a, b, c) with determinant `det`, floored at 0.005 (x), and
+// whether it is above the floor (y = 1).
+fn compensation(a: f32, b: f32, c: f32, det: f32) -> vec2<f32> {
+    let det_orig = (a - cam.lim.w) * (c - cam.lim.w) - b * b;
+    let rho2 = det_orig / det;
+    if rho2 > 0.005 * 0.005 {
+        return vec2<f32>(sqrt(rho2), 1.0);
+    }
+    return vec2<f32>(0.005, 0.0);
 }
 
 const SH_C0: f32 = 0.28209479177387814;

@@ -158,6 +158,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     depths[i] = zz;
     radii[i] = max(u32(min(radius, 4294967040.0)), 1u);
     rects[i] = rect;
-    opacities[i] = 1.0 / (1.0 + exp(-opacity_logits[i]));
+    var opacity = 1.0 / (1.0 + exp(-opacity_logits[i]));
+    if antialiased() {
+        opacity *= compensation(a, b, c, det).x;
+    }
+    opacities[i] = opacity;
     clamped[i] = flags;
 }

@@ -87,7 +87,31 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let qm = mat2x2<f32>(vec2<f32>(cq.x, cq.y), vec2<f32>(cq.y, cq.z));
     let gqm = mat2x2<f32>(vec2<f32>(gq.x, gq.y / 2.0), vec2<f32>(gq.y / 2.0, gq.z));
     // Symmetric, so row/column storage does not matter here.
-    let g_cov2 = (qm * gqm * qm) * -1.0;
+    var g_cov2 = (qm * gqm * qm) * -1.0;
+    // The projected opacity is o rho on an antialiased scene; rho's gradient goes to the 2D covariance.
+    var o = opacities[i];
+    let g_opacity = projected_grads[g + 8u];
+    var rho = 1.0;
+    if antialiased() {
+        let sig_cols = transpose(sigma);
+        let ts0 = vec3<f32>(dot3(t0, sig_cols[0]), dot3(t0, sig_cols[1]), dot3(t0, sig_cols[2]));
+        let ts1 = vec3<f32>(dot3(t1, sig_cols[0]), dot3(t1, sig_cols[1]), dot3(t1, sig_cols[2]));
+        let ca = dot3(ts0, t0) + cam.lim.w;
+        let cb = dot3(ts0, t1);
+        let cc = dot3(ts1, t1) + cam.lim.w;
+        let comp = compensation(ca, cb, cc, ca * cc - cb * cb);
+        rho = comp.x;
+        o = o / rho;
+        if comp.y > 0.0 {
+            let v = g_opacity * o / (2.0 * rho);
+            let one_minus = 1.0 - rho * rho;
+            let eps_det = cam.lim.w * (cq.x * cq.z - cq.y * cq.y);
+            g_cov2[0][0] += v * (one_minus * cq.x - eps_det);
+            g_cov2[0][1] += v * one_minus * cq.y;
+            g_cov2[1][0] += v * one_minus * cq.y;
+            g_cov2[1][1] += v * (one_minus * cq.z - eps_det);
+        }
+    }
     // G_Sigma = T^T G T; G_T = 2 G T Sigma.
     var g_sigma: mat3x3<f32>;
     for (var r = 0; r < 3; r++) {
@@ -149,8 +173,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     var g_mean = vec3<f32>(dot3(rct[0], gp), dot3(rct[1], gp), dot3(rct[2], gp));
 
     // Opacity logit.
-    let o = opacities[i];
-    let g_logit = projected_grads[g + 8u] * o * (1.0 - o);
+    let g_logit = g_opacity * rho * o * (1.0 - o);
 
     // Colour: SH coefficients and the mean through the view direction.
     let flags = clamped[i];
