@@ -1,4 +1,5 @@
-//! `splat train`'s densification flags: the strategy and its constants.
+//! `splat train`'s densification and filter flags: the strategy and its constants, absgrad, the 2D
+//! antialiasing filter.
 
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
@@ -47,6 +48,13 @@ pub struct StrategyArgs {
     /// instead of the norm of their sum.
     #[arg(long)]
     pub absgrad: bool,
+    /// Train an antialiased scene (Mip-Splatting's 2D filter, gsplat's `antialiased` mode): opacities
+    /// are scaled by sqrt(det(Sigma2D) / det(Sigma2D + 0.3 I)), so splats smaller than a pixel fade
+    /// instead of being blown up to the 0.3 px dilation; renders at other resolutions alias less. The
+    /// result says so (PLY `comment antialiased 1`, SPZ and SOG flags) and every splat renderer and the
+    /// viewer draw it that way.
+    #[arg(long)]
+    pub antialiased: bool,
     /// mcmc: the most Gaussians; growth stops there.
     #[arg(long, default_value_t = McmcConfig::default().cap_max)]
     pub cap_max: usize,
@@ -144,6 +152,7 @@ impl StrategyArgs {
         train.densify_interval = self.densify_interval;
         train.opacity_reset_interval = self.opacity_reset_interval;
         train.absgrad = self.absgrad;
+        train.antialiased = self.antialiased;
         train.densify_grad_threshold = self.densify_grad_threshold.unwrap_or(if self.absgrad {
             ABSGRAD_THRESHOLD
         } else {

@@ -286,6 +286,90 @@ fn train_user_errors() {
     }
 }
 
+/// `--antialiased`: the PLY says so, `splat eval` on it reproduces the run's own test PSNR (it renders
+/// the compensation), and the same PLY without its comment line renders differently.
+#[test]
+fn an_antialiased_run_is_evaluated_the_way_it_was_trained() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    splat_io::dataset::demo::write_demo_dataset(
+        &data,
+        &splat_io::dataset::demo::DemoOptions {
+            width: 48,
+            height: 36,
+            views: 12,
+            points: 500,
+            seed: 4,
+        },
+    )
+    .unwrap();
+    let d = data.to_str().unwrap();
+    let args = [
+        "train",
+        d,
+        "--out",
+        "aa",
+        "--iters",
+        "60",
+        "--eval",
+        "--antialiased",
+        "--strategy",
+        "mcmc",
+        "--cap-max",
+        "600",
+        "--densify-from",
+        "20",
+        "--densify-interval",
+        "15",
+    ];
+    let out = splat(&args, dir.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ply = std::fs::read(dir.path().join("aa/point_cloud.ply")).unwrap();
+    let header_end = ply.windows(10).position(|w| w == b"end_header").unwrap();
+    let header = String::from_utf8_lossy(&ply[..header_end]).to_string();
+    assert!(header.contains("comment antialiased 1"), "{header}");
+    let metrics: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("aa/metrics.json")).unwrap())
+            .unwrap();
+    let trained = metrics["psnr"].as_f64().unwrap();
+    let eval_psnr = |ply: &str| -> f64 {
+        let out = splat(&["eval", ply, "--data", d], dir.path());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("mean over"))
+            .unwrap()
+            .to_string();
+        let at = line.find("PSNR ").unwrap() + 5;
+        line[at..].split(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(
+        (eval_psnr("aa/point_cloud.ply") - trained).abs() < 0.006,
+        "trained {trained}"
+    );
+    let plain: Vec<u8> = String::from_utf8_lossy(&ply[..header_end])
+        .replace("comment antialiased 1\n", "")
+        .into_bytes()
+        .into_iter()
+        .chain(ply[header_end..].iter().copied())
+        .collect();
+    std::fs::write(dir.path().join("plain.ply"), plain).unwrap();
+    let without = eval_psnr("plain.ply");
+    assert!(
+        (without - trained).abs() > 0.05,
+        "trained {trained}, without the flag {without}"
+    );
+}
+
 /// Empty elements: the report must self-close them (`<img .../>`).
 const VOID: &[&str] = &["meta", "img", "br", "rect", "line", "polyline"];
 

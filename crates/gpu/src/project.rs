@@ -311,7 +311,14 @@ impl GpuProject {
             &self.layout,
             n,
             Self::chunk_len(ctx, rest),
-            |len| camera_uniform(camera, &cam, &grid, [len as u32, coeffs, rest as u32, flags]),
+            |len| {
+                camera_uniform(
+                    camera,
+                    &cam,
+                    &grid,
+                    [len as u32, coeffs, rest as u32, flags],
+                )
+            },
             &bindings,
         );
         ctx.queue.submit([enc.finish()]);

@@ -131,7 +131,14 @@ impl GpuProjectBackward {
             &self.pipeline.get_bind_group_layout(0),
             n,
             chunk_len_for(ctx, stride),
-            |len| camera_uniform(camera, &cam, &grid, [len as u32, coeffs, rest as u32, flags]),
+            |len| {
+                camera_uniform(
+                    camera,
+                    &cam,
+                    &grid,
+                    [len as u32, coeffs, rest as u32, flags],
+                )
+            },
             &bindings,
         );
         ctx.queue.submit([enc.finish()]);

@@ -144,7 +144,6 @@ pub fn project_backward_range<F: Real>(
 
         let mut g_mean = mat3_t_vec(&cam.rotation, gp);
 
-
         // Colour (the SH coefficients' gradients only where the caller wants them stored).
         let mut unstored_dc = [F::zero(); 3];
         let g_dir_mean = color_backward(

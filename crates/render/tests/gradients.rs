@@ -186,7 +186,14 @@ fn smooth_antialiased_all_parameters() {
         *s = s.map(|v| v - 1.0 - 0.4 * i as f64);
     }
     let rest = vec![0.0; g.sh_rest_len()];
-    g.push([0.1, -0.1, 0.2], [-9.0, -9.5, -8.7], [1.0, 0.2, 0.1, 0.0], logit(0.7), [0.5; 3], &rest);
+    g.push(
+        [0.1, -0.1, 0.2],
+        [-9.0, -9.5, -8.7],
+        [1.0, 0.2, 0.1, 0.0],
+        logit(0.7),
+        [0.5; 3],
+        &rest,
+    );
     g.antialiased = true;
     let mut settings = RenderSettings::new(1);
     settings.cutoffs = Cutoffs::SMOOTH;
@@ -199,7 +206,10 @@ fn smooth_antialiased_all_parameters() {
         .map(|i| with.opacities[i] / without.opacities[i])
         .collect();
     assert!(rho.iter().all(|&r| r > 0.0 && r <= 1.0), "{rho:?}");
-    assert!(rho.iter().any(|&r| r < 0.5), "no strongly compensated Gaussian: {rho:?}");
+    assert!(
+        rho.iter().any(|&r| r < 0.5),
+        "no strongly compensated Gaussian: {rho:?}"
+    );
     assert!(
         (rho[rho.len() - 1] - splat_render::project::MIN_COMPENSATION).abs() < 1e-15,
         "the tiny Gaussian is not at the floor: {rho:?}"
