@@ -647,7 +647,7 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
                 // A copy of the scene at most every LIVE_VIEW_INTERVAL, and only while a page is open.
                 let due = last_publish.is_none_or(|t| t.elapsed() >= LIVE_VIEW_INTERVAL);
                 if scene.clients() > 0 && (due || s.step == steps) {
-                    scene.publish(state.gaussians.clone(), state.active_sh_degree, status);
+                    scene.publish(state.export_gaussians(), state.active_sh_degree, status);
                     last_publish = Some(Instant::now());
                 } else {
                     scene.set_status(status);

@@ -90,11 +90,11 @@ fn resident_training_resumes_bit_exactly() {
     assert!(a["backend"].as_str().unwrap().starts_with("gpu"), "{a}");
 }
 
-/// `--strategy mcmc` on the GPU backend: not resident (the output says why), every step through the
+/// `--strategy mcmc --mip-filter` on the GPU backend: not resident (the output says why), every step through the
 /// per-stage interface, the same refine schedule and count as the CPU backend and a test PSNR within
 /// rounding drift of it.
 #[test]
-fn mcmc_on_the_gpu_falls_back_to_per_stage_and_matches_the_cpu() {
+fn mcmc_and_mip_filter_on_the_gpu_fall_back_to_per_stage_and_match_the_cpu() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     splat_io::dataset::demo::write_demo_dataset(
@@ -123,6 +123,7 @@ fn mcmc_on_the_gpu_falls_back_to_per_stage_and_matches_the_cpu() {
         "20",
         "--densify-interval",
         "15",
+        "--mip-filter",
     ];
     let mut gpu = common.to_vec();
     gpu.extend(["--out", "gpu", "--backend", "gpu"]);
@@ -137,7 +138,7 @@ fn mcmc_on_the_gpu_falls_back_to_per_stage_and_matches_the_cpu() {
     }
     let err = ok(&out);
     assert!(
-        err.contains("not resident (--strategy mcmc refines on the host)"),
+        err.contains("not resident (--strategy mcmc, --mip-filter run on the host)"),
         "{err}"
     );
     let mut cpu = common.to_vec();

@@ -11,7 +11,8 @@ use crate::state::{TrainState, GROUPS};
 
 const MAGIC: &[u8; 8] = b"SPLATCK1";
 // 2: no generator state (views and split samples are functions of the seed and the step).
-const VERSION: u32 = 2;
+// 3: the 3D filter sizes after the statistics (0 or one per Gaussian); version 2 files still read.
+const VERSION: u32 = 3;
 
 fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -63,6 +64,7 @@ pub fn to_bytes(s: &TrainState) -> Vec<u8> {
     w.f32s(&s.grad_accum);
     w.f32s(&s.grad_count);
     w.f32s(&s.max_radii);
+    w.f32s(&s.filter_3d);
     let sum = fnv1a(&w.0);
     w.u64(sum);
     w.0
@@ -117,8 +119,8 @@ pub fn from_bytes(b: &[u8]) -> Result<TrainState, String> {
     }
     let mut r = Reader { b: body, pos: 8 };
     let version = r.u32()?;
-    if version != VERSION {
-        return Err(format!("version {version}, expected {VERSION}"));
+    if !(2..=VERSION).contains(&version) {
+        return Err(format!("version {version}, expected 2 to {VERSION}"));
     }
     let step = r.u64()?;
     let active = r.u32()? as usize;
@@ -149,6 +151,14 @@ pub fn from_bytes(b: &[u8]) -> Result<TrainState, String> {
     let grad_accum = r.f32s(n, "grad_accum")?;
     let grad_count = r.f32s(n, "grad_count")?;
     let max_radii = r.f32s(n, "max_radii")?;
+    let filter_3d = if version >= 3 {
+        let at = r.pos;
+        let len = r.u64()? as usize;
+        r.pos = at;
+        r.f32s(if len == 0 { 0 } else { n }, "filter_3d")?
+    } else {
+        Vec::new()
+    };
     if r.pos != body.len() {
         return Err("trailing bytes".into());
     }
@@ -160,5 +170,6 @@ pub fn from_bytes(b: &[u8]) -> Result<TrainState, String> {
         grad_accum,
         grad_count,
         max_radii,
+        filter_3d,
     })
 }

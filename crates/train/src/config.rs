@@ -121,6 +121,8 @@ pub struct TrainConfig {
     /// Train an antialiased scene (Mip-Splatting's 2D filter: opacities times the compensation
     /// `rho`, see `splat_render::project`); the result says so in its files.
     pub antialiased: bool,
+    /// Mip-Splatting's 3D smoothing filter from the training cameras ([`crate::mip`]).
+    pub mip_filter: bool,
 }
 
 impl Default for TrainConfig {
@@ -154,6 +156,7 @@ impl Default for TrainConfig {
             mcmc: McmcConfig::default(),
             absgrad: false,
             antialiased: false,
+            mip_filter: false,
         }
     }
 }

@@ -265,11 +265,16 @@ pub fn reset_stats(state: &mut TrainState, n: usize) {
     }
 }
 
-/// `opacity = min(opacity, 0.01)`, with the opacity moments zeroed.
+/// `opacity = min(opacity, 0.01)` (under the 3D filter: the effective opacity), with the opacity
+/// moments zeroed.
 pub fn reset_opacity(state: &mut TrainState) {
-    let cap = logit(0.01f32);
-    for l in group_params(&mut state.gaussians, 3) {
-        *l = l.min(cap);
+    if state.filter_3d.is_empty() {
+        let cap = logit(0.01f32);
+        for l in group_params(&mut state.gaussians, 3) {
+            *l = l.min(cap);
+        }
+    } else {
+        crate::mip::reset_opacity(&mut state.gaussians, &state.filter_3d);
     }
     let st = &mut state.adam[3];
     st.m.fill(0.0);

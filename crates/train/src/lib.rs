@@ -14,6 +14,7 @@ pub mod init;
 pub mod loss;
 pub mod mcmc;
 pub mod memory;
+pub mod mip;
 pub mod parallel;
 pub mod random;
 pub mod report;

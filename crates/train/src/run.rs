@@ -504,7 +504,8 @@ pub fn train_run_parallel(
         history.points.clone(),
     );
 
-    let gaussians = trainer.state.gaussians.clone();
+    // The 3D filter, if any, baked in: files and renderers outside training have no filter.
+    let gaussians = trainer.state.export_gaussians();
     let ply_path = dir.join("point_cloud.ply");
     let ply_gaussians = gaussians.clone();
     worker

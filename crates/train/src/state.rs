@@ -29,6 +29,8 @@ pub struct TrainState {
     pub grad_accum: Vec<f32>,
     pub grad_count: Vec<f32>,
     pub max_radii: Vec<f32>,
+    /// Mip-Splatting's 3D filter size per Gaussian (empty without `--mip-filter`, see [`crate::mip`]).
+    pub filter_3d: Vec<f32>,
 }
 
 /// The flattened parameters of group `g`.
@@ -63,6 +65,7 @@ impl TrainState {
             grad_accum: vec![0.0; n],
             grad_count: vec![0.0; n],
             max_radii: vec![0.0; n],
+            filter_3d: Vec::new(),
         }
     }
 
@@ -72,5 +75,10 @@ impl TrainState {
 
     pub fn is_empty(&self) -> bool {
         self.gaussians.is_empty()
+    }
+
+    /// The scene as files and renderers outside training take it: with the 3D filter baked in.
+    pub fn export_gaussians(&self) -> Gaussians<f32> {
+        crate::mip::baked(&self.gaussians, &self.filter_3d)
     }
 }

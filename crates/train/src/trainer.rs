@@ -168,7 +168,12 @@ pub struct Trainer<'a> {
     diverged: Option<Diverged>,
     /// Steps the next block may run (from the last block's time per step, at most [`BLOCK_STEPS`]).
     block_steps: u64,
+    /// The raw log-scales and opacities while a view renders the 3D-filtered ones.
+    mip_saved: crate::mip::Saved,
 }
+
+/// Steps between recomputations of the 3D filter after densification stops (Mip-Splatting's).
+pub const MIP_FILTER_INTERVAL: u64 = 100;
 
 /// Longest block of resident steps the trainer plans.
 pub const BLOCK_STEPS: u64 = 100;
@@ -234,7 +239,23 @@ impl<'a> Trainer<'a> {
             sync_every: 0,
             diverged: None,
             block_steps: 10,
+            mip_saved: Default::default(),
         }
+        .with_filter_sizes()
+    }
+
+    /// With `--mip-filter`, gives a state without filter sizes (a fresh run, or a checkpoint from a
+    /// run without them) the sizes for its training views.
+    fn with_filter_sizes(mut self) -> Self {
+        if self.cfg.mip_filter && self.state.filter_3d.len() != self.state.len() {
+            self.update_filter();
+        }
+        self
+    }
+
+    /// Recomputes the 3D filter sizes from the training views ([`crate::mip::filter_sizes`]).
+    fn update_filter(&mut self) {
+        self.state.filter_3d = crate::mip::filter_sizes(&self.state.gaussians, self.views);
     }
 
     /// Runs every step in blocks on `engine`, which holds the state on its device (densification
@@ -244,11 +265,17 @@ impl<'a> Trainer<'a> {
         if self.cfg.batch > 1 || self.collective.size() > 1 {
             return Err("resident blocks run one view per step on one rank".into());
         }
-        if self.cfg.strategy == Strategy::Mcmc {
-            return Err("--strategy mcmc refines on the host".into());
-        }
-        if self.cfg.absgrad {
-            return Err("--absgrad statistics are gathered on the host".into());
+        let host_only: Vec<&str> = [
+            (self.cfg.strategy == Strategy::Mcmc, "--strategy mcmc"),
+            (self.cfg.absgrad, "--absgrad"),
+            (self.cfg.mip_filter, "--mip-filter"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, name)| *name)
+        .collect();
+        if !host_only.is_empty() {
+            return Err(format!("{} run on the host", host_only.join(", ")));
         }
         if let Some(why) = engine.unsupported() {
             return Err(why);
@@ -463,6 +490,12 @@ impl<'a> Trainer<'a> {
         settings.background = self.background;
         settings.sh_grads = sh_grads;
         settings.absgrad = self.cfg.absgrad && self.cfg.strategy == Strategy::Default;
+        let filtered = !self.state.filter_3d.is_empty();
+        if filtered {
+            // Rendered and differentiated with the effective values; restored below.
+            let st = &mut self.state;
+            crate::mip::apply(&mut st.gaussians, &st.filter_3d, &mut self.mip_saved);
+        }
         let g = &self.state.gaussians;
         splat_render::render(self.backend.as_mut(), g, cam, &settings, &mut self.buffers);
         times.add_render(&self.buffers.timings);
@@ -487,6 +520,18 @@ impl<'a> Trainer<'a> {
             &mut self.buffers,
         );
         times.add_render(&self.buffers.timings[self.buffers.timings.len().min(3)..]);
+        if filtered {
+            let st = &mut self.state;
+            crate::mip::restore(&mut st.gaussians, &self.mip_saved);
+            let grads = &mut self.buffers.grads;
+            crate::mip::chain_gradients(
+                &st.gaussians.log_scales,
+                &st.gaussians.opacity_logits,
+                &st.filter_3d,
+                &mut grads.log_scales,
+                &mut grads.opacity_logits,
+            );
+        }
         (lv, train_psnr)
     }
 
@@ -674,6 +719,10 @@ impl<'a> Trainer<'a> {
                     it,
                 ));
                 replaced_all = true;
+                if cfg.mip_filter {
+                    // Before the opacity reset, which reads the sizes.
+                    self.update_filter();
+                }
             }
             let white = self.background == [1.0; 3];
             if (cfg.opacity_reset_interval > 0 && it.is_multiple_of(cfg.opacity_reset_interval))
@@ -742,6 +791,14 @@ impl<'a> Trainer<'a> {
             let lr = self.position_lr(it + 1);
             mcmc::inject_noise(&mut self.state.gaussians, &cfg.mcmc, lr, cfg.seed, it);
             stats.times.densify += t.elapsed();
+        }
+        // Mip-Splatting: after every refine, and every 100 steps once densification has stopped
+        // (not in the last 100).
+        let periodic = it >= cfg.densify_until
+            && it.is_multiple_of(MIP_FILTER_INTERVAL)
+            && it + MIP_FILTER_INTERVAL < cfg.iterations;
+        if cfg.mip_filter && (stats.refined.is_some() || periodic) {
+            self.update_filter();
         }
         self.state.step = it;
         stats.num_gaussians = self.state.len();

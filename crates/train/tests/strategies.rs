@@ -1,7 +1,9 @@
 //! The densification strategies end to end on a small generated capture. `--strategy mcmc`: a resumed
 //! run is bitwise identical, the same seed gives the same bits, the count grows by 5% a refine step to
 //! the cap, and the reference and CPU backends train the same scene (to rounding). `--absgrad`: its
-//! statistic bounds the plain one, so at one threshold it densifies more.
+//! statistic bounds the plain one, so at one threshold it densifies more. `--mip-filter`: resumes
+//! bitwise (the sizes are in the checkpoint), the exported scene has the filter baked in, the two CPU
+//! backends agree.
 
 use std::path::Path;
 
@@ -204,4 +206,95 @@ fn absgrad_densifies_more_at_the_same_threshold_on_both_backends() {
             backend().name()
         );
     }
+}
+
+#[test]
+fn mip_filter_resumes_bitwise_bakes_its_exports_and_matches_across_backends() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let (ds, load) = demo(&data, 400);
+    let train = TrainConfig {
+        iterations: 130,
+        seed: 2,
+        sh_degree_interval: 25,
+        densify_from: 20,
+        densify_until: 70,
+        densify_interval: 15,
+        opacity_reset_interval: 60,
+        mip_filter: true,
+        ..TrainConfig::default()
+    };
+    let cfg = run_cfg(&data, &load, train);
+    let full = tmp.path().join("full");
+    let mut steps = Vec::new();
+    let m_full = train_with(&full, &cfg, &ds, &cpu, &mut steps);
+    assert!(steps.iter().filter(|s| s.densified.is_some()).count() >= 3);
+    assert!(steps.iter().any(|s| s.opacity_reset));
+    let parts = tmp.path().join("parts");
+    assert!(run::train_run(
+        &parts,
+        &cfg,
+        &ds,
+        Start::Fresh,
+        &cpu,
+        Some(100),
+        &mut |_| {}
+    )
+    .unwrap()
+    .is_none());
+    let (state, info) = run::read_checkpoint(&parts).unwrap();
+    assert_eq!(
+        state.filter_3d.len(),
+        state.len(),
+        "the checkpoint holds the sizes"
+    );
+    let resumed = Start::Resume(Box::new(state), info);
+    run::train_run(&parts, &cfg, &ds, resumed, &cpu, None, &mut |_| {})
+        .unwrap()
+        .unwrap();
+    let ply = |d: &Path| std::fs::read(d.join("point_cloud.ply")).unwrap();
+    assert!(
+        ply(&full) == ply(&parts),
+        "resumed run with the 3D filter differs"
+    );
+
+    // Exported: every scale at least the Gaussian's filter size; the raw state is not.
+    let (last, _) = run::read_checkpoint(&full).unwrap();
+    let exported = splat_io::read_ply(&full.join("point_cloud.ply")).unwrap();
+    assert_eq!(exported.len(), last.len());
+    let mut baked = 0;
+    for i in 0..last.len() {
+        let sigma = last.filter_3d[i];
+        assert!(sigma > 0.0);
+        for k in 0..3 {
+            assert!(
+                exported.log_scales[i][k].exp() >= sigma * (1.0 - 1e-5),
+                "{i}.{k}"
+            );
+        }
+        let raw = last.gaussians.opacity_logits[i];
+        assert!(exported.opacity_logits[i] <= raw + 1e-6);
+        baked += (exported.opacity_logits[i] < raw - 1e-4) as usize;
+    }
+    assert!(
+        baked > 10,
+        "only {baked} exported opacities carry the filter"
+    );
+
+    let m_ref = train_with(
+        &tmp.path().join("ref"),
+        &cfg,
+        &ds,
+        &reference,
+        &mut Vec::new(),
+    );
+    // Densification decisions sit on thresholds, so rounding may move a Gaussian or two.
+    let (a, b) = (m_ref.num_gaussians as f64, m_full.num_gaussians as f64);
+    assert!((a - b).abs() <= 0.01 * b, "{a} vs {b} Gaussians");
+    assert!(
+        (m_ref.psnr - m_full.psnr).abs() < 0.05,
+        "{} vs {}",
+        m_ref.psnr,
+        m_full.psnr
+    );
 }
