@@ -573,9 +573,6 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
     };
     let steps = cfg.train.per_step().iterations;
     let backend = resolve_backend(args.backend, &cfg, rank == 0)?.choose()?;
-    if cfg.train.absgrad && matches!(backend, ChosenBackend::Gpu(_)) {
-        bail!("--absgrad is not on the GPU backend yet (its rasterizer does not sum absolute gradients); train with --backend cpu");
-    }
     if rank == 0 {
         eprintln!(
             "training {steps} steps{} on the {} backend{} into {}",

@@ -90,11 +90,11 @@ fn resident_training_resumes_bit_exactly() {
     assert!(a["backend"].as_str().unwrap().starts_with("gpu"), "{a}");
 }
 
-/// `--strategy mcmc --mip-filter` on the GPU backend: not resident (the output says why), every step through the
-/// per-stage interface, the same refine schedule and count as the CPU backend and a test PSNR within
-/// rounding drift of it.
+/// `--strategy mcmc --mip-filter`, then `--absgrad`, on the GPU backend: not resident (the output says
+/// why), every step through the per-stage interface, the same refine schedule and count as the CPU
+/// backend and a test PSNR within rounding drift of it.
 #[test]
-fn mcmc_and_mip_filter_on_the_gpu_fall_back_to_per_stage_and_match_the_cpu() {
+fn host_side_options_on_the_gpu_run_per_stage_and_match_the_cpu() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     splat_io::dataset::demo::write_demo_dataset(
@@ -154,15 +154,33 @@ fn mcmc_and_mip_filter_on_the_gpu_fall_back_to_per_stage_and_match_the_cpu() {
     assert_eq!(c["num_gaussians"], 450, "{c}");
     let (pg, pc) = (g["psnr"].as_f64().unwrap(), c["psnr"].as_f64().unwrap());
     assert!((pg - pc).abs() < 0.1, "gpu {pg} vs cpu {pc}");
-    // absgrad's statistic is not in the GPU rasterizer: refused before training, in one line.
-    let out = splat(
-        &["train", d, "--out", "abs", "--backend", "gpu", "--absgrad"],
-        dir.path(),
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
+    // absgrad on the GPU: per stage (its second records pass), densifying as the CPU does.
+    let abs_args = |backend: &'static str, out: &'static str| {
+        let mut a = common[..4].to_vec();
+        a.extend([
+            "--eval",
+            "--absgrad",
+            "--densify-from",
+            "20",
+            "--densify-interval",
+            "15",
+        ]);
+        a.extend(["--out", out, "--backend", backend]);
+        a
+    };
+    let err = ok(&splat(&abs_args("gpu", "abs-gpu"), dir.path()));
     assert!(
-        !out.status.success() && err.contains("--absgrad is not on the GPU backend"),
+        err.contains("not resident (--absgrad run on the host)"),
         "{err}"
     );
-    assert!(!dir.path().join("abs/point_cloud.ply").exists());
+    ok(&splat(&abs_args("cpu", "abs-cpu"), dir.path()));
+    let (g, c) = (metrics("abs-gpu"), metrics("abs-cpu"));
+    let (ng, nc) = (
+        g["num_gaussians"].as_f64().unwrap(),
+        c["num_gaussians"].as_f64().unwrap(),
+    );
+    assert!(
+        ng > 400.0 && (ng - nc).abs() <= 0.02 * nc,
+        "gpu {ng} vs cpu {nc} Gaussians"
+    );
 }

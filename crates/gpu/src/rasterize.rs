@@ -21,6 +21,9 @@ pub struct GpuRasterize {
     pub(crate) backward_tiles: wgpu::ComputePipeline,
     pub(crate) backward_gather: wgpu::ComputePipeline,
     backward_atomic: wgpu::ComputePipeline,
+    /// The records pass with absolute per-pixel 2D-mean gradients (`RenderSettings::absgrad`).
+    backward_abs_tiles: wgpu::ComputePipeline,
+    backward_abs_gather: wgpu::ComputePipeline,
     /// How the backward sums each Gaussian's gradient over its tiles.
     pub sums: BackwardSums,
 }
@@ -118,6 +121,11 @@ impl GpuRasterize {
             "rasterize_bwd_atomic.wgsl",
             crate::shaders::RASTERIZE_BWD_ATOMIC,
         );
+        let abs = module(
+            ctx,
+            "rasterize_bwd_abs.wgsl",
+            crate::shaders::RASTERIZE_BWD_ABS,
+        );
         let pipeline = |m: &wgpu::ShaderModule, label: &str, entry: &str| {
             ctx.device
                 .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
@@ -134,6 +142,8 @@ impl GpuRasterize {
             backward_tiles: pipeline(&bwd, "rasterize backward (tiles)", "tiles"),
             backward_gather: pipeline(&bwd, "rasterize backward (gather)", "gather"),
             backward_atomic: pipeline(&atomic, "rasterize backward (atomic)", "tiles"),
+            backward_abs_tiles: pipeline(&abs, "rasterize backward abs (tiles)", "tiles"),
+            backward_abs_gather: pipeline(&abs, "rasterize backward abs (gather)", "gather"),
             sums: BackwardSums::Records,
         }
     }
@@ -223,7 +233,6 @@ impl GpuRasterize {
     ) -> Result<(), GpuError> {
         let n = projected.len();
         out.reset(n);
-        let total = bins.gaussian_ids.len();
         let up = |label, data: &[f32]| ctx.storage_from(label, data);
         let inputs = upload_inputs(ctx, projected, bins);
         let inputs = inputs_of(&inputs);
@@ -240,70 +249,53 @@ impl GpuRasterize {
             });
         let mut tiles_bindings = inputs.bindings().to_vec();
         tiles_bindings.extend([(7, &final_t), (8, &n_contrib), (9, &grad_img)]);
+        // Buffers the recorded passes use, alive until the submission.
+        let mut kept: Vec<wgpu::Buffer> = Vec::new();
         if self.sums == BackwardSums::Atomic {
             enc.clear_buffer(&grads, 0, None);
-            tiles_bindings.push((16, &grads));
+            let mut atomic_bindings = tiles_bindings.clone();
+            atomic_bindings.push((16, &grads));
             record_pass(
                 ctx,
                 &mut enc,
                 &self.backward_atomic,
                 bytes,
-                &tiles_bindings,
+                &atomic_bindings,
                 (grid.tiles_x, grid.tiles_y, 1),
             );
         } else {
-            // Three planes of 3 values per intersection, each its own binding.
-            let plane_bytes = total as u64 * 12;
-            if plane_bytes > ctx.limits.max_storage_buffer_binding_size {
-                return Err(GpuError::TooLarge {
-                    what: "the rasterize backward's intersection records",
-                    bytes: plane_bytes,
-                    limit: ctx.limits.max_storage_buffer_binding_size,
-                });
-            }
-            let records = [0, 1, 2].map(|_| ctx.storage("intersection records", plane_bytes));
-            let radii = ctx.storage_from("radii", &projected.radii);
-            let rects = ctx.storage_from("rects", &rect_words(projected));
-            let depths = up("depths", &projected.depths);
-            let key_depth: Vec<u32> = bins
-                .gaussian_ids
-                .iter()
-                .map(|&id| projected.depths[id as usize].to_bits())
-                .collect();
-            let keys = ctx.storage_from("key depth", &key_depth);
-            tiles_bindings.extend([(10, &records[0]), (16, &records[1]), (17, &records[2])]);
-            let gather_bindings = [
-                (1, inputs.ranges),
-                (2, inputs.ids),
-                (10, &records[0]),
-                (16, &records[1]),
-                (17, &records[2]),
-                (11, &radii),
-                (12, &rects),
-                (13, &depths),
-                (14, &keys),
-                (15, &grads),
-            ];
-            for r in &records {
-                enc.clear_buffer(r, 0, None);
-            }
-            record_pass(
+            let pipelines = (&self.backward_tiles, &self.backward_gather);
+            kept.extend(self.record_records(
                 ctx,
                 &mut enc,
-                &self.backward_tiles,
+                pipelines,
                 bytes,
                 &tiles_bindings,
-                (grid.tiles_x, grid.tiles_y, 1),
-            );
-            let (x, y) = ctx.dispatch_size(groups_for(n as u32));
-            record_pass(
+                &grads,
+                projected,
+                bins,
+                grid,
+                &inputs,
+            )?);
+        }
+        // absgrad: a second records pass whose per-pixel mean terms are absolute values.
+        let abs_grads = settings
+            .absgrad
+            .then(|| ctx.storage("absolute mean grads", n as u64 * 36));
+        if let Some(abs_grads) = &abs_grads {
+            let pipelines = (&self.backward_abs_tiles, &self.backward_abs_gather);
+            kept.extend(self.record_records(
                 ctx,
                 &mut enc,
-                &self.backward_gather,
+                pipelines,
                 bytes,
-                &gather_bindings,
-                (x, y, 1),
-            );
+                &tiles_bindings,
+                abs_grads,
+                projected,
+                bins,
+                grid,
+                &inputs,
+            )?);
         }
         ctx.queue.submit([enc.finish()]);
         let g: Vec<f32> = ctx.read(&grads, n * 9)?;
@@ -313,6 +305,80 @@ impl GpuRasterize {
             out.grad_colors[i] = [r[5], r[6], r[7]];
             out.grad_opacities[i] = r[8];
         }
+        if let Some(abs_grads) = &abs_grads {
+            let a: Vec<f32> = ctx.read(abs_grads, n * 9)?;
+            out.abs_grad_means2d = a.chunks_exact(9).map(|r| [r[0], r[1]]).collect();
+        }
+        drop(kept);
         Ok(())
+    }
+
+    /// Records the per-intersection records pass (`tiles`) and the per-Gaussian `gather` of
+    /// `pipelines` into `grads` (9 values per Gaussian); returns the buffers it made, to keep until the
+    /// submission.
+    #[allow(clippy::too_many_arguments)]
+    fn record_records(
+        &self,
+        ctx: &GpuContext,
+        enc: &mut wgpu::CommandEncoder,
+        (tiles, gather): (&wgpu::ComputePipeline, &wgpu::ComputePipeline),
+        params: &[u8],
+        tiles_bindings: &[(u32, &wgpu::Buffer)],
+        grads: &wgpu::Buffer,
+        projected: &Projected<f32>,
+        bins: &Bins,
+        grid: &TileGrid,
+        inputs: &RasterInputs<'_>,
+    ) -> Result<Vec<wgpu::Buffer>, GpuError> {
+        let n = projected.len();
+        let total = bins.gaussian_ids.len();
+        // Three planes of 3 values per intersection, each its own binding.
+        let plane_bytes = total as u64 * 12;
+        if plane_bytes > ctx.limits.max_storage_buffer_binding_size {
+            return Err(GpuError::TooLarge {
+                what: "the rasterize backward's intersection records",
+                bytes: plane_bytes,
+                limit: ctx.limits.max_storage_buffer_binding_size,
+            });
+        }
+        let records = [0, 1, 2].map(|_| ctx.storage("intersection records", plane_bytes));
+        let radii = ctx.storage_from("radii", &projected.radii);
+        let rects = ctx.storage_from("rects", &rect_words(projected));
+        let depths = ctx.storage_from("depths", &projected.depths);
+        let key_depth: Vec<u32> = bins
+            .gaussian_ids
+            .iter()
+            .map(|&id| projected.depths[id as usize].to_bits())
+            .collect();
+        let keys = ctx.storage_from("key depth", &key_depth);
+        let mut bindings = tiles_bindings.to_vec();
+        bindings.extend([(10, &records[0]), (16, &records[1]), (17, &records[2])]);
+        let gather_bindings = [
+            (1, inputs.ranges),
+            (2, inputs.ids),
+            (10, &records[0]),
+            (16, &records[1]),
+            (17, &records[2]),
+            (11, &radii),
+            (12, &rects),
+            (13, &depths),
+            (14, &keys),
+            (15, grads),
+        ];
+        for r in &records {
+            enc.clear_buffer(r, 0, None);
+        }
+        record_pass(
+            ctx,
+            enc,
+            tiles,
+            params,
+            &bindings,
+            (grid.tiles_x, grid.tiles_y, 1),
+        );
+        let (x, y) = ctx.dispatch_size(groups_for(n as u32));
+        record_pass(ctx, enc, gather, params, &gather_bindings, (x, y, 1));
+        let [r0, r1, r2] = records;
+        Ok(vec![r0, r1, r2, radii, rects, depths, keys])
     }
 }

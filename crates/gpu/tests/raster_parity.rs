@@ -155,9 +155,14 @@ fn backward_matches_reference(sums: splat_gpu::BackwardSums) {
     };
     let mut raster = GpuRasterize::new(&ctx);
     raster.sums = sums;
-    for (seed, count, w, h) in [(5u64, 500usize, 70u32, 50u32), (6, 4000, 160, 120)] {
+    for (seed, count, w, h, absgrad) in [
+        (5u64, 500usize, 70u32, 50u32, false),
+        (6, 4000, 160, 120, false),
+        (7, 3000, 130, 90, true),
+    ] {
         let mut settings = RenderSettings::new(0);
         settings.background = [0.3, 0.1, 0.6];
+        settings.absgrad = absgrad;
         let (p, bins, grid) = frame(seed, count, w, h, &settings);
         let mut fwd = RasterOutput::default();
         rasterize_fwd::rasterize_forward(&p, &bins, &grid, &settings, &mut fwd);
@@ -213,5 +218,19 @@ fn backward_matches_reference(sums: splat_gpu::BackwardSums) {
             1e-3,
         );
         assert!(reference.grad_opacities.iter().any(|&v| v != 0.0));
+        // absgrad: the second pass's absolute sums; without it, none.
+        assert_eq!(gpu.abs_grad_means2d.len(), reference.abs_grad_means2d.len());
+        if absgrad {
+            close(
+                "abs_grad_means2d",
+                gpu.abs_grad_means2d.as_flattened(),
+                reference.abs_grad_means2d.as_flattened(),
+                1e-3,
+            );
+            let cancelled = (0..count)
+                .filter(|&i| gpu.abs_grad_means2d[i][0] > 1.5 * gpu.grad_means2d[i][0].abs())
+                .count();
+            assert!(cancelled > 50, "{cancelled}");
+        }
     }
 }

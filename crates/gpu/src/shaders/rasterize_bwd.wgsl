@@ -8,6 +8,9 @@
 //   sums each Gaussian's records in tile order.
 // - `rasterize_bwd_atomic.wgsl`: compare-and-swap float adds into the Gaussian's gradient (WGSL has no
 //   float atomics); the order of the adds, hence the rounding, varies from run to run.
+// The last file composed defines `mean_term`, applied to each pixel's 2D-mean gradient before the sum:
+// the identity (`rasterize_bwd_plain.wgsl`), or `abs` (`rasterize_bwd_abs.wgsl`: AbsGS's statistic, in
+// value slots 0 and 1 of a second records pass; the other slots are then unused).
 
 // `Params` and bindings 0-6 come from `common_raster.wgsl`.
 @group(0) @binding(7) var<storage, read> final_t: array<f32>;
@@ -86,8 +89,8 @@ fn tiles(
                     if alpha_raw <= params.cut.y {
                         v[8] = grad_alpha * g;
                         let grad_power = grad_alpha * q.w * g;
-                        v[0] = grad_power * (-q.x * d.x - q.y * d.y);
-                        v[1] = grad_power * (-q.z * d.y - q.y * d.x);
+                        v[0] = mean_term(grad_power * (-q.x * d.x - q.y * d.y));
+                        v[1] = mean_term(grad_power * (-q.z * d.y - q.y * d.x));
                         v[2] = grad_power * -0.5 * d.x * d.x;
                         v[3] = -(grad_power * d.x * d.y);
                         v[4] = grad_power * -0.5 * d.y * d.y;
