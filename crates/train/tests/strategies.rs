@@ -79,6 +79,17 @@ fn train_with(
     .unwrap()
 }
 
+/// A run stopped after step 100 without final outputs: its last checkpoint.
+fn stop_at_100(
+    dir: &Path,
+    cfg: &RunConfig,
+    ds: &Dataset,
+) -> (splat_train::TrainState, run::CheckpointInfo) {
+    let out = run::train_run(dir, cfg, ds, Start::Fresh, &cpu, Some(100), &mut |_| {}).unwrap();
+    assert!(out.is_none(), "a stopped run writes no metrics");
+    run::read_checkpoint(dir).unwrap()
+}
+
 #[test]
 fn mcmc_resumes_bitwise_and_is_deterministic_per_seed() {
     let tmp = tempfile::tempdir().unwrap();
@@ -113,18 +124,7 @@ fn mcmc_resumes_bitwise_and_is_deterministic_per_seed() {
 
     // Stopped after step 100 (last checkpoint 80) and resumed.
     let parts = tmp.path().join("parts");
-    assert!(run::train_run(
-        &parts,
-        &cfg,
-        &ds,
-        Start::Fresh,
-        &cpu,
-        Some(100),
-        &mut |_| {}
-    )
-    .unwrap()
-    .is_none());
-    let (state, info) = run::read_checkpoint(&parts).unwrap();
+    let (state, info) = stop_at_100(&parts, &cfg, &ds);
     assert_eq!(state.step, 80);
     let resumed = Start::Resume(Box::new(state), info);
     run::train_run(&parts, &cfg, &ds, resumed, &cpu, None, &mut |_| {})
@@ -231,18 +231,7 @@ fn mip_filter_resumes_bitwise_bakes_its_exports_and_matches_across_backends() {
     assert!(steps.iter().filter(|s| s.densified.is_some()).count() >= 3);
     assert!(steps.iter().any(|s| s.opacity_reset));
     let parts = tmp.path().join("parts");
-    assert!(run::train_run(
-        &parts,
-        &cfg,
-        &ds,
-        Start::Fresh,
-        &cpu,
-        Some(100),
-        &mut |_| {}
-    )
-    .unwrap()
-    .is_none());
-    let (state, info) = run::read_checkpoint(&parts).unwrap();
+    let (state, info) = stop_at_100(&parts, &cfg, &ds);
     assert_eq!(
         state.filter_3d.len(),
         state.len(),
