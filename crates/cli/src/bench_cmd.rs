@@ -20,20 +20,39 @@ pub struct BenchArgs {
     /// Unmeasured steps first.
     #[arg(long, default_value_t = 5)]
     pub warmup: u64,
-    /// SH degree, active from the first step.
-    #[arg(long, default_value_t = 3)]
-    pub sh_degree: usize,
+    /// SH degree, active from the first step (default 3, or the --scene's own).
+    #[arg(long)]
+    pub sh_degree: Option<usize>,
     /// Also write the report as JSON (with a top-level `its_per_second`).
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Time the step on this scene (PLY, SPZ, SOG, .splat or compressed PLY: a trained
+    /// `point_cloud.ply`, say) instead of the dataset's initial points. Its own SH degree is kept
+    /// unless --sh-degree is given.
+    #[arg(long)]
+    pub scene: Option<PathBuf>,
     /// Pipeline implementation.
     #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
     pub backend: BackendArg,
 }
 
 pub fn bench(args: BenchArgs) -> Result<()> {
-    if args.sh_degree > 3 {
-        bail!("--sh-degree {} is above 3", args.sh_degree);
+    let scene = match &args.scene {
+        Some(path) => {
+            let scene = splat_io::formats::read_scene(path)
+                .with_context(|| format!("--scene {}", path.display()))?;
+            if scene.is_empty() {
+                bail!("--scene {}: the scene has no Gaussians", path.display());
+            }
+            Some(scene)
+        }
+        None => None,
+    };
+    let sh_degree = args
+        .sh_degree
+        .unwrap_or(scene.as_ref().map_or(3, |s| s.sh_degree));
+    if sh_degree > 3 {
+        bail!("--sh-degree {sh_degree} is above 3");
     }
     if args.steps == 0 {
         bail!("--steps must be at least 1");
@@ -42,8 +61,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let opts = BenchOptions {
         steps: args.steps,
         warmup: args.warmup,
-        sh_degree: args.sh_degree,
+        sh_degree,
         seed: 0,
+        scene,
     };
     let backend = args.backend.choose()?;
     let mut report = bench::run(&ds, &opts, backend.make());

@@ -368,6 +368,33 @@ fn an_antialiased_run_is_evaluated_the_way_it_was_trained() {
         (without - trained).abs() > 0.05,
         "trained {trained}, without the flag {without}"
     );
+    // `splat bench --scene` times the trained scene (grown by MCMC), not the 500 initial points.
+    let out = splat(
+        &[
+            "bench",
+            d,
+            "--scene",
+            "aa/point_cloud.ply",
+            "--steps",
+            "2",
+            "--warmup",
+            "1",
+            "--json",
+            "bench.json",
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bench: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("bench.json")).unwrap()).unwrap();
+    assert_eq!(bench["gaussians"], metrics["num_gaussians"]);
+    assert_ne!(bench["gaussians"].as_u64(), Some(500));
+    let out = splat(&["bench", d, "--scene", "missing.ply"], dir.path());
+    assert_user_error(&out, "missing.ply");
 }
 
 /// Empty elements: the report must self-close them (`<img .../>`).

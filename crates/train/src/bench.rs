@@ -24,6 +24,8 @@ pub struct BenchOptions {
     pub warmup: u64,
     pub sh_degree: usize,
     pub seed: u64,
+    /// Times the step on this scene (a trained one, say) instead of the dataset's initial points.
+    pub scene: Option<splat_core::Gaussians<f32>>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -161,8 +163,8 @@ pub fn peak_memory_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// The benchmark's trainer: the dataset's initial Gaussians at SH degree `opts.sh_degree` from the
-/// start, no densification.
+/// The benchmark's trainer: the dataset's initial Gaussians (or `opts.scene`) at SH degree
+/// `opts.sh_degree` from the start, no densification.
 fn bench_trainer<'a>(
     ds: &'a Dataset,
     opts: &BenchOptions,
@@ -174,16 +176,30 @@ fn bench_trainer<'a>(
         sh_degree: opts.sh_degree,
         sh_degree_interval: 0,
         densify_until: 0,
+        antialiased: opts.scene.as_ref().is_some_and(|s| s.antialiased),
         ..TrainConfig::default()
     };
-    let mut trainer = Trainer::new(
-        cfg,
-        &ds.train,
-        &ds.points,
-        ds.background,
-        ds.scene_extent,
-        backend,
-    );
+    let mut trainer = match &opts.scene {
+        Some(scene) => {
+            let state = crate::state::TrainState::new(scene.with_sh_degree(opts.sh_degree));
+            Trainer::resume(
+                cfg,
+                &ds.train,
+                ds.background,
+                ds.scene_extent,
+                backend,
+                state,
+            )
+        }
+        None => Trainer::new(
+            cfg,
+            &ds.train,
+            &ds.points,
+            ds.background,
+            ds.scene_extent,
+            backend,
+        ),
+    };
     trainer.state.active_sh_degree = opts.sh_degree;
     trainer
 }
