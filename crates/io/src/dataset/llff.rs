@@ -6,8 +6,8 @@ use std::path::Path;
 
 use super::imageload::Intrinsics;
 use super::{
-    colmap, list_images, load_views, random_points_in_views, split_every_8th, Dataset,
-    DatasetError, DatasetFormat, LoadOptions, PendingView, Points,
+    colmap, list_images, load_views, random_init, split_every_8th, Dataset, DatasetError,
+    DatasetFormat, LoadOptions, PendingView, Points,
 };
 
 /// Parses a 2-D `float64` (or `float32`) little-endian C-order `.npy` array: (rows, cols, values).
@@ -202,15 +202,23 @@ pub fn load_llff(root: &Path, opts: &LoadOptions) -> Result<Dataset, DatasetErro
                 .push(format!("initial points from {}", p.display()));
         }
         None => {
-            let (n, f) = if near.is_finite() && far > near {
-                (near, far)
+            if near.is_finite() && far > near {
+                ds.points = random_init::random_points_in_views(
+                    &ds,
+                    random_init::RANDOM_POINTS,
+                    |_| (near, far),
+                    0,
+                );
+                ds.notes.push(format!(
+                    "no SfM points: {} random points between the bounds' depths {near:.3} and {far:.3}",
+                    random_init::RANDOM_POINTS
+                ));
             } else {
-                (0.1, 10.0)
-            };
-            ds.points = random_points_in_views(&ds, 100_000, n, f, 0);
-            ds.notes.push(format!(
-                "no SfM points: 100,000 random points between depths {n:.3} and {f:.3}"
-            ));
+                let (points, note) =
+                    random_init::random_points_seen(&ds, random_init::RANDOM_POINTS, 0);
+                ds.points = points;
+                ds.notes.push(note);
+            }
         }
     }
     Ok(ds)

@@ -7,6 +7,7 @@ pub mod colmap;
 pub mod demo;
 pub mod imageload;
 pub mod llff;
+pub mod random_init;
 pub mod transforms;
 
 use std::path::{Path, PathBuf};
@@ -573,47 +574,11 @@ fn load_colmap(root: &Path, opts: &LoadOptions) -> Result<Dataset, DatasetError>
     if !has_points {
         ds.warnings
             .push("the reconstruction has no 3D points; starting from random points".into());
-        ds.points = random_points_in_views(&ds, 100_000, 0.5, 20.0, 0);
+        let (points, note) = random_init::random_points_seen(&ds, random_init::RANDOM_POINTS, 0);
+        ds.points = points;
+        ds.notes.push(note);
     }
     Ok(ds)
-}
-
-/// Random initial points: random pixels of random training views unprojected to a random depth in
-/// `[near, far]`, coloured by the pixel.
-pub(crate) fn random_points_in_views(
-    ds: &Dataset,
-    count: usize,
-    near: f64,
-    far: f64,
-    seed: u64,
-) -> Points {
-    use rand::{Rng, SeedableRng};
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let views: Vec<&View> = ds.all_views().collect();
-    let mut pts = Points::default();
-    for _ in 0..count {
-        let v = views[rng.random_range(0..views.len())];
-        let c = &v.camera;
-        let (x, y) = (rng.random_range(0..c.width), rng.random_range(0..c.height));
-        let depth = rng.random_range(near..far);
-        let cam_pt = [
-            (x as f64 + 0.5 - c.cx) / c.fx * depth,
-            (y as f64 + 0.5 - c.cy) / c.fy * depth,
-            depth,
-        ];
-        // world = R^T (p - t)
-        let d = [
-            cam_pt[0] - c.translation[0],
-            cam_pt[1] - c.translation[1],
-            cam_pt[2] - c.translation[2],
-        ];
-        let w = splat_core::math::mat3_t_vec(&c.rotation, d);
-        let o = ((y * c.width + x) * 3) as usize;
-        pts.positions.push(w);
-        pts.colors
-            .push([v.image.data[o], v.image.data[o + 1], v.image.data[o + 2]]);
-    }
-    pts
 }
 
 #[cfg(test)]

@@ -238,23 +238,6 @@ fn pending_from_json(
     Ok(out)
 }
 
-/// Random points in a cube, with the original's near-grey random colours (`SH = U(0,1)/255`).
-pub(crate) fn random_cube_points(count: usize, center: [f64; 3], half: f64, seed: u64) -> Points {
-    use rand::{Rng, SeedableRng};
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut pts = Points::default();
-    for _ in 0..count {
-        pts.positions.push(std::array::from_fn(|k| {
-            center[k] + rng.random_range(-half..half)
-        }));
-        pts.colors.push(std::array::from_fn(|_| {
-            let sh: f64 = rng.random::<f64>() / 255.0;
-            ((0.5 + splat_core::sh::SH_C0 * sh) * 255.0).round() as u8
-        }));
-    }
-    pts
-}
-
 pub fn load_nerf_synthetic(root: &Path, opts: &LoadOptions) -> Result<Dataset, DatasetError> {
     let background = opts.background.unwrap_or([1.0; 3]);
     let mut warnings = Vec::new();
@@ -294,7 +277,7 @@ pub fn load_nerf_synthetic(root: &Path, opts: &LoadOptions) -> Result<Dataset, D
         format: DatasetFormat::NerfSynthetic,
         train,
         test,
-        points: random_cube_points(100_000, [0.0; 3], 1.3, 0),
+        points: super::random_init::random_cube_points(100_000, [0.0; 3], 1.3, 0),
         points_from_dataset: false,
         background,
         scene_extent: 1.0,
@@ -336,13 +319,9 @@ pub fn load_transforms(root: &Path, opts: &LoadOptions) -> Result<Dataset, Datas
         warnings,
         notes,
     };
-    let centers: Vec<[f64; 3]> = ds.all_views().map(|v| v.camera.center()).collect();
-    let n = centers.len() as f64;
-    let mean: [f64; 3] = std::array::from_fn(|k| centers.iter().map(|c| c[k]).sum::<f64>() / n);
-    let radius = super::scene_extent(ds.all_views().map(|v| &v.camera)) / 1.1;
-    ds.points = random_cube_points(100_000, mean, radius.max(1e-3), 0);
-    ds.notes.push(format!(
-        "no SfM points: 100,000 random points in a cube of half size {radius:.3} around the camera centres"
-    ));
+    let (points, note) =
+        super::random_init::random_points_seen(&ds, super::random_init::RANDOM_POINTS, 0);
+    ds.points = points;
+    ds.notes.push(note);
     Ok(ds)
 }
