@@ -207,6 +207,7 @@ pub fn load_llff(root: &Path, opts: &LoadOptions) -> Result<Dataset, DatasetErro
                     &ds,
                     random_init::RANDOM_POINTS,
                     |_| (near, far),
+                    |_| true,
                     0,
                 );
                 ds.notes.push(format!(
