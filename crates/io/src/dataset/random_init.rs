@@ -420,7 +420,11 @@ mod tests {
         // The other half lies behind the ball in the views (up to 3 times the focus depth), coloured
         // by the views' pixels (every view contributes).
         let behind = &pts.positions[2500..];
-        let far = 3.0 * cams.iter().map(|c| norm(sub(target, c.center()))).fold(0.0, f64::max);
+        let far = 3.0
+            * cams
+                .iter()
+                .map(|c| norm(sub(target, c.center())))
+                .fold(0.0, f64::max);
         assert!(behind.iter().any(|p| !within(p, f.radius)));
         assert!(behind.iter().all(|p| norm(sub(*p, target)) <= far));
         let colours: std::collections::BTreeSet<u8> =
