@@ -151,17 +151,12 @@ pub fn focus_of(cameras: &[&Camera]) -> Option<Focus> {
     (radius.is_finite() && radius > 0.0).then_some(Focus { center, radius })
 }
 
-/// `count` random points in the volume the training views look at, and a note that says where.
+/// `count` random points in the volume the training views look at, and a note that says where. Only
+/// the training views are used (their cameras and pixels): the held-out views stay unseen.
 pub fn random_points_seen(ds: &Dataset, count: usize, seed: u64) -> (Points, String) {
-    let cameras: Vec<&Camera> = ds.all_views().map(|v| &v.camera).collect();
+    let cameras: Vec<&Camera> = ds.train.iter().map(|v| &v.camera).collect();
     match focus_of(&cameras) {
         Some(f) => {
-            let note = format!(
-                "no SfM points: {count} random points where the cameras look (half in a ball of \
-                 radius {:.3} around [{:.3}, {:.3}, {:.3}], where their axes converge; half behind it \
-                 in the views, up to 3 times its depth)",
-                f.radius, f.center[0], f.center[1], f.center[2]
-            );
             let mut points = random_ball_points(count / 2, f, seed);
             let bubbles: Vec<([f64; 3], f64)> = cameras
                 .iter()
@@ -183,6 +178,16 @@ pub fn random_points_seen(ds: &Dataset, count: usize, seed: u64) -> (Points, Str
             );
             points.positions.extend(behind.positions);
             points.colors.extend(behind.colors);
+            let note = format!(
+                "no SfM points: {} random points where the cameras look (half in a ball of radius \
+                 {:.3} around [{:.3}, {:.3}, {:.3}], where their axes converge; half behind it in the \
+                 views, up to 3 times its depth)",
+                points.positions.len(),
+                f.radius,
+                f.center[0],
+                f.center[1],
+                f.center[2]
+            );
             (points, note)
         }
         None => {
@@ -202,7 +207,7 @@ pub fn random_points_seen(ds: &Dataset, count: usize, seed: u64) -> (Points, Str
 
 /// Random initial points: random pixels of random training views unprojected to a depth uniform in
 /// `depths(camera)`, coloured by the pixel; only those `keep` accepts (fewer than `count` if it accepts
-/// fewer than one in 50).
+/// fewer than one in 50). A view whose depth range is not in front of it contributes nothing.
 pub fn random_points_in_views(
     ds: &Dataset,
     count: usize,
@@ -211,7 +216,7 @@ pub fn random_points_in_views(
     seed: u64,
 ) -> Points {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let views: Vec<&View> = ds.all_views().collect();
+    let views: Vec<&View> = ds.train.iter().collect();
     let mut pts = Points::default();
     if views.is_empty() {
         return pts;
@@ -224,6 +229,9 @@ pub fn random_points_in_views(
         let c = &v.camera;
         let (x, y) = (rng.random_range(0..c.width), rng.random_range(0..c.height));
         let (near, far) = depths(c);
+        if !(near > 0.0 && far.is_finite()) {
+            continue;
+        }
         let depth = if far > near {
             rng.random_range(near..far)
         } else {
@@ -453,5 +461,34 @@ mod tests {
         // Coloured by the pixels of all views.
         let colours: std::collections::BTreeSet<u8> = pts.colors.iter().map(|c| c[0]).collect();
         assert_eq!(colours.len(), 10);
+    }
+
+    #[test]
+    fn held_out_views_and_views_facing_away_give_no_points() {
+        let target = [0.0, 0.0, 0.5];
+        let mut cameras = ring(20, 4.0, 1.0, target);
+        // View 3 turned around: the focus is behind it (1 of 20, so the focus still holds).
+        let eye = cameras[3].center();
+        cameras[3] = Camera::look_at(
+            eye,
+            [2.0 * eye[0], 2.0 * eye[1], eye[2]],
+            [0.0, 0.0, 1.0],
+            40.0,
+            64,
+            48,
+        );
+        let mut ds = dataset_of(cameras);
+        // Views 15.. held out (colours 150..190).
+        ds.test = ds.train.split_off(15);
+        let (pts, _) = random_points_seen(&ds, 4000, 2);
+        assert_eq!(pts.positions.len(), 4000);
+        let colours: std::collections::BTreeSet<u8> =
+            pts.colors[2000..].iter().map(|c| c[0]).collect();
+        assert!(!colours.contains(&30), "the view facing away");
+        assert!(
+            colours.iter().all(|&c| c < 150),
+            "held-out views: {colours:?}"
+        );
+        assert_eq!(colours.len(), 14);
     }
 }
