@@ -188,6 +188,14 @@ fn load_within_memory(cfg: &RunConfig, force: bool) -> Result<Dataset> {
         }
         r => r?,
     };
+    let initial = ds.points.positions.len();
+    if cfg.train.strategy == splat_train::config::Strategy::Mcmc && initial > cfg.train.mcmc.cap_max
+    {
+        eprintln!(
+            "note: {initial} initial points are more than --cap-max {}: training starts from a random {} of them",
+            cfg.train.mcmc.cap_max, cfg.train.mcmc.cap_max
+        );
+    }
     let image_bytes: u64 = ds.all_views().map(|v| v.image.data.len() as u64).sum();
     let max_pixels = ds
         .all_views()

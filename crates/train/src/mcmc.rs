@@ -21,6 +21,7 @@
 
 use splat_core::math::quat_to_mat;
 use splat_core::{logit, sigmoid, Gaussians, Real};
+use splat_io::dataset::Points;
 
 use crate::config::McmcConfig;
 use crate::state::{group_width, TrainState, GROUPS};
@@ -32,6 +33,7 @@ pub const MAX_SHARES: usize = 51;
 const KEY_NOISE: u32 = 100;
 const KEY_RELOCATE: u32 = 300;
 const KEY_ADD: u32 = 301;
+const KEY_INIT: u32 = 302;
 
 /// What one refine step did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -274,6 +276,29 @@ pub fn add_regularizer<F: Real>(
         }
     }
     opacity_reg * sum_o / n as f64 + scale_reg * sum_s / (3 * n) as f64
+}
+
+/// At most `cap` of the initial points: a uniform random subset (in their original order, the same for
+/// the same seed) when there are more, so that `--cap-max` bounds the count from the first step (gsplat
+/// keeps every initial point and only stops growing; a random initialization of 100,000 points would
+/// then run a cap below that at 100,000). `None` when all fit.
+pub fn subsample_to_cap(points: &Points, cap: usize, seed: u64) -> Option<Points> {
+    let n = points.positions.len();
+    if n <= cap {
+        return None;
+    }
+    // Partial Fisher-Yates over the indices: the first `cap` are a uniform subset.
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    for i in 0..cap {
+        let r = crate::random::hash(seed, i as u32, 0, KEY_INIT) as u64;
+        let j = i + ((r * (n - i) as u64) >> 32) as usize;
+        order.swap(i, j);
+    }
+    let mut keep = order[..cap].to_vec();
+    keep.sort_unstable();
+    let positions = keep.iter().map(|&i| points.positions[i as usize]).collect();
+    let colors = keep.iter().map(|&i| points.colors[i as usize]).collect();
+    Some(Points { positions, colors })
 }
 
 /// The MCMC starting point from the original's initial Gaussians: opacity `init_opacity`, scales
@@ -523,5 +548,36 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn initial_points_above_the_cap_are_a_seeded_uniform_subset() {
+        let n = 1000;
+        let points = Points {
+            positions: (0..n).map(|i| [i as f64, 0.0, 0.0]).collect(),
+            colors: (0..n).map(|i| [(i % 256) as u8, 0, 0]).collect(),
+        };
+        assert!(subsample_to_cap(&points, n, 3).is_none());
+        assert!(subsample_to_cap(&points, n + 1, 3).is_none());
+        let a = subsample_to_cap(&points, 300, 3).unwrap();
+        assert_eq!(a.positions.len(), 300);
+        assert_eq!(a.colors.len(), 300);
+        // Distinct, in the original order, colours kept with their positions.
+        let idx: Vec<usize> = a.positions.iter().map(|p| p[0] as usize).collect();
+        assert!(idx.windows(2).all(|w| w[0] < w[1]));
+        for (p, c) in a.positions.iter().zip(&a.colors) {
+            assert_eq!(c[0], (p[0] as usize % 256) as u8);
+        }
+        // Spread over the whole range (a prefix would fail), the same for the same seed only.
+        let in_last_half = idx.iter().filter(|&&i| i >= n / 2).count();
+        assert!((110..=190).contains(&in_last_half), "{in_last_half}");
+        assert_eq!(
+            subsample_to_cap(&points, 300, 3).unwrap().positions,
+            a.positions
+        );
+        assert_ne!(
+            subsample_to_cap(&points, 300, 4).unwrap().positions,
+            a.positions
+        );
     }
 }

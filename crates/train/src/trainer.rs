@@ -192,7 +192,11 @@ impl<'a> Trainer<'a> {
         extent: f64,
         backend: Box<dyn Backend + Send + 'a>,
     ) -> Self {
-        let mut gaussians = gaussians_from_points(points, cfg.sh_degree);
+        let capped = match cfg.strategy {
+            Strategy::Mcmc => mcmc::subsample_to_cap(points, cfg.mcmc.cap_max, cfg.seed),
+            Strategy::Default => None,
+        };
+        let mut gaussians = gaussians_from_points(capped.as_ref().unwrap_or(points), cfg.sh_degree);
         if cfg.strategy == Strategy::Mcmc {
             mcmc::initialize(&mut gaussians, &cfg.mcmc);
         }
