@@ -1,9 +1,9 @@
 //! The densification strategies end to end on a small generated capture. `--strategy mcmc`: a resumed
 //! run is bitwise identical, the same seed gives the same bits, the count grows by 5% a refine step to
-//! the cap, and the reference and CPU backends train the same scene (to rounding). `--absgrad`: its
-//! statistic bounds the plain one, so at one threshold it densifies more. `--mip-filter`: resumes
-//! bitwise (the sizes are in the checkpoint), the exported scene has the filter baked in, the two CPU
-//! backends agree.
+//! the cap (and starts at the cap when there are more initial points), and the reference and CPU
+//! backends train the same scene (to rounding). `--absgrad`: its statistic bounds the plain one, so at
+//! one threshold it densifies more. `--mip-filter`: resumes bitwise (the sizes are in the checkpoint),
+//! the exported scene has the filter baked in, the two CPU backends agree.
 
 use std::path::Path;
 
@@ -176,6 +176,24 @@ fn mcmc_trains_alike_on_the_reference_and_cpu_backends() {
     let s = &a[0];
     let reg = s.loss - (0.8 * s.l1 + 0.2 * (1.0 - s.ssim));
     assert!((0.005..0.0075).contains(&reg), "regularizer {reg}");
+}
+
+#[test]
+fn mcmc_cap_below_the_initial_points_bounds_the_count_from_the_first_step() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let (ds, load) = demo(&data, 300);
+    assert_eq!(ds.points.positions.len(), 300);
+    let cfg = run_cfg(&data, &load, mcmc_config(50, 2, 200));
+    let mut seen = Vec::new();
+    let m = train_with(&tmp.path().join("out"), &cfg, &ds, &cpu, &mut seen);
+    assert!(seen.iter().any(|s| s.refined.is_some()));
+    assert!(
+        seen.iter().all(|s| s.num_gaussians == 200),
+        "{:?}",
+        seen.iter().map(|s| s.num_gaussians).collect::<Vec<_>>()
+    );
+    assert_eq!(m.num_gaussians, 200);
 }
 
 #[test]
