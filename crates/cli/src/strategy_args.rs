@@ -60,7 +60,8 @@ pub struct StrategyArgs {
     /// or rendering at higher resolution shows no thin artifacts. Baked into the exported files.
     #[arg(long)]
     pub mip_filter: bool,
-    /// mcmc: the most Gaussians; growth stops there.
+    /// mcmc: the most Gaussians; growth stops there, and a start with more points begins from a
+    /// random subset of this many.
     #[arg(long, default_value_t = McmcConfig::default().cap_max)]
     pub cap_max: usize,
     /// mcmc: opacity at or below which a Gaussian is dead and relocated.
