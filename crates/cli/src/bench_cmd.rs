@@ -34,6 +34,9 @@ pub struct BenchArgs {
     /// Pipeline implementation.
     #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
     pub backend: BackendArg,
+    /// With a GPU: time the rasterize backward summing with atomic adds (see `splat train --help`).
+    #[arg(long)]
+    pub gpu_atomic_backward: bool,
 }
 
 pub fn bench(args: BenchArgs) -> Result<()> {
@@ -65,11 +68,14 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         seed: 0,
         scene,
     };
-    let backend = args.backend.choose()?;
+    let backend = args
+        .backend
+        .choose()?
+        .atomic_backward(args.gpu_atomic_backward)?;
     let mut report = bench::run(&ds, &opts, backend.make());
     if let Some(make) = backend.resident() {
         match bench::run_resident(&ds, &opts, backend.make(), make(&ds.train)) {
-            Ok(r) => report.resident = Some(r),
+            Ok(r) => report.set_resident(r),
             Err(why) => eprintln!("note: no resident measurement ({why})"),
         }
     }

@@ -184,3 +184,97 @@ fn host_side_options_on_the_gpu_run_per_stage_and_match_the_cpu() {
         "gpu {ng} vs cpu {nc} Gaussians"
     );
 }
+
+/// `splat bench --backend gpu --json`: the resident counters at the top level (the sort's passes are
+/// those of this image's tile bits and the depth's 32, 8 bits a pass), device memory per Gaussian, and a
+/// `device_ms` per stage (null: not measured). On the CPU backend the counters are null.
+#[test]
+fn gpu_bench_reports_the_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    splat_io::dataset::demo::write_demo_dataset(
+        &data,
+        &splat_io::dataset::demo::DemoOptions {
+            width: 64,
+            height: 48,
+            views: 4,
+            points: 300,
+            seed: 5,
+        },
+    )
+    .unwrap();
+    let d = data.to_str().unwrap();
+    let args = |backend: &'static str, json: &'static str| {
+        vec![
+            "bench",
+            d,
+            "--steps",
+            "3",
+            "--warmup",
+            "1",
+            "--sh-degree",
+            "3",
+            "--backend",
+            backend,
+            "--json",
+            json,
+        ]
+    };
+    let out = splat(&args("gpu", "gpu.json"), dir.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success()
+        && err.contains("cannot open a GPU")
+        && std::env::var("SPLAT_REQUIRE_GPU").as_deref() != Ok("1")
+    {
+        eprintln!("skipped: {err}");
+        return;
+    }
+    ok(&out);
+    let read = |p: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(dir.path().join(p)).unwrap()).unwrap()
+    };
+    let gpu = read("gpu.json");
+    // 64 x 48 pixels: 4 x 3 = 12 tiles and the padding tile need 4 bits; 36 key bits, 5 passes.
+    assert_eq!(gpu["sort_passes_per_step"], 5.0, "{gpu}");
+    for key in [
+        "dispatches_per_step",
+        "submissions_per_step",
+        "readbacks_per_step",
+        "sort_bytes_per_step",
+        "device_bytes_per_gaussian",
+    ] {
+        let v = gpu[key].as_f64().unwrap_or_else(|| panic!("{key}: {gpu}"));
+        assert!(v > 0.0, "{key} = {v}");
+    }
+    // The template's dispatches and its holes': tens on this small scene.
+    let dispatches = gpu["dispatches_per_step"].as_f64().unwrap();
+    assert!((20.0..200.0).contains(&dispatches), "{dispatches}");
+    for stage in gpu["stages"].as_array().unwrap() {
+        assert!(stage["device_ms"].is_null(), "{stage}");
+    }
+    ok(&splat(&args("cpu", "cpu.json"), dir.path()));
+    let cpu = read("cpu.json");
+    assert!(cpu["dispatches_per_step"].is_null(), "{cpu}");
+    assert!(cpu["sort_passes_per_step"].is_null(), "{cpu}");
+
+    // Atomic sums: no gather pass, so one dispatch a step fewer; refused on the CPU.
+    let mut atomic = args("gpu", "atomic.json");
+    atomic.push("--gpu-atomic-backward");
+    ok(&splat(&atomic, dir.path()));
+    let atomic = read("atomic.json");
+    let engine = atomic["resident"]["engine"].as_str().unwrap();
+    assert!(engine.contains("atomic backward sums"), "{engine}");
+    assert_eq!(
+        atomic["dispatches_per_step"].as_f64().unwrap(),
+        dispatches - 1.0
+    );
+    let mut refused = args("cpu", "refused.json");
+    refused.push("--gpu-atomic-backward");
+    let out = splat(&refused, dir.path());
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--gpu-atomic-backward needs --backend gpu"),
+        "{err}"
+    );
+}

@@ -125,7 +125,7 @@ impl GpuAdam {
                 entries: &entries,
             });
             let (x, y) = ctx.dispatch_size(groups_for(n as u32));
-            enc.pass(&self.pipeline, &bind, (x, y, 1));
+            crate::kernel::record_bound(ctx, enc, &self.pipeline, &bind, (x, y, 1));
         }
     }
 
@@ -186,7 +186,7 @@ impl GpuAdam {
                 entries: &entries,
             });
             let (x, y) = ctx.dispatch_size(groups_for((len * group.width) as u32));
-            enc.pass(pipeline, &bind, (x, y, 1));
+            crate::kernel::record_bound(ctx, enc, pipeline, &bind, (x, y, 1));
         }
     }
 
@@ -233,7 +233,7 @@ impl GpuAdam {
             eps,
             step,
         );
-        ctx.queue.submit([enc.finish()]);
+        ctx.submit(enc);
         values.copy_from_slice(&ctx.read::<f32>(&bv, len)?);
         m.copy_from_slice(&ctx.read::<f32>(&bm, len)?);
         v.copy_from_slice(&ctx.read::<f32>(&bvv, len)?);

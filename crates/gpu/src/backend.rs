@@ -38,6 +38,14 @@ impl GpuBackend {
     }
 }
 
+impl GpuBackend {
+    /// Sums the rasterize backward's per-Gaussian gradients this way (see [`crate::BackwardSums`]).
+    pub fn with_backward_sums(mut self, sums: crate::BackwardSums) -> Self {
+        self.raster.sums = sums;
+        self
+    }
+}
+
 fn check<T>(stage: &str, r: Result<T, crate::GpuError>) -> T {
     r.unwrap_or_else(|e| panic!("GPU {stage} failed: {e}"))
 }

@@ -1,6 +1,6 @@
 //! The bin stage on the GPU: tile intersection counting (`tile_count.wgsl`), prefix sum
-//! (`prefix_sum.wgsl`), a stable radix sort of (tile, depth) keys (`radix_sort.wgsl`) and the tiles'
-//! ranges (`tile_ranges.wgsl`). The list equals the reference's: ascending tile, then depth, then id.
+//! (`prefix_sum.wgsl`), a stable radix sort of (tile, depth) keys over the tile bits this grid needs and
+//! the depth's 32 ([`GpuSort`]) and the tiles' ranges (`tile_ranges.wgsl`). The list equals the reference's: ascending tile, then depth, then id.
 //!
 //! The host reads back one number, the intersection count, to size the sort's buffers (the GPU cannot
 //! allocate); everything else stays on the device until the per-stage interface reads the result.
@@ -11,12 +11,12 @@ use splat_render::{Bins, Projected};
 use crate::context::{GpuContext, GpuError};
 use crate::kernel::{groups_for, module, Kernel};
 use crate::scan::GpuScan;
+use crate::sort::{GpuSort, SortPlan};
 
 pub struct GpuBin {
     pub(crate) count: Kernel,
     pub(crate) emit: Kernel,
-    pub(crate) flags: Kernel,
-    pub(crate) scatter: Kernel,
+    pub(crate) sort: GpuSort,
     pub(crate) ranges: Kernel,
     pub(crate) scan: GpuScan,
 }
@@ -47,13 +47,11 @@ pub(crate) fn bits_for(tiles: u32) -> u32 {
 impl GpuBin {
     pub fn new(ctx: &GpuContext) -> Self {
         let count = module(ctx, "tile_count.wgsl", crate::shaders::TILE_COUNT);
-        let sort = module(ctx, "radix_sort.wgsl", crate::shaders::RADIX_SORT);
         let ranges = module(ctx, "tile_ranges.wgsl", crate::shaders::TILE_RANGES);
         GpuBin {
             count: Kernel::new(ctx, &count, "tile count", "count"),
             emit: Kernel::new(ctx, &count, "tile emit", "emit"),
-            flags: Kernel::new(ctx, &sort, "radix flags", "flags"),
-            scatter: Kernel::new(ctx, &sort, "radix scatter", "scatter"),
+            sort: GpuSort::new(ctx),
             ranges: Kernel::new(ctx, &ranges, "tile ranges", "main"),
             scan: GpuScan::new(ctx),
         }
@@ -84,7 +82,7 @@ impl GpuBin {
             groups_for(n),
         );
         self.scan.record(ctx, &mut enc, &counts, n + 1);
-        ctx.queue.submit([enc.finish()]);
+        ctx.submit(enc);
         // The one read-back: how many intersections to make room for.
         let total = ctx.read::<u32>(&counts, n as usize + 1)?[n as usize];
         let limit = ctx.limits.max_storage_buffer_binding_size;
@@ -118,32 +116,11 @@ impl GpuBin {
             groups_for(n),
         );
         if total > 0 {
-            let zeros = ctx.storage("radix zeros", (total as u64 + 1) * 4);
-            for bit in 0..32 + bits_for(tiles) {
-                let p = [total, bit, 0, 0];
-                self.flags.dispatch(
-                    ctx,
-                    &mut enc,
-                    p,
-                    &[(1, &a[0]), (2, &a[1]), (4, &zeros)],
-                    groups_for(total + 1),
-                );
-                self.scan.record(ctx, &mut enc, &zeros, total + 1);
-                self.scatter.dispatch(
-                    ctx,
-                    &mut enc,
-                    p,
-                    &[
-                        (1, &a[0]),
-                        (2, &a[1]),
-                        (3, &a[2]),
-                        (4, &zeros),
-                        (5, &b[0]),
-                        (6, &b[1]),
-                        (7, &b[2]),
-                    ],
-                    groups_for(total),
-                );
+            let plan = SortPlan::new(ctx, total);
+            if self
+                .sort
+                .record(ctx, &mut enc, &plan, total, 32 + bits_for(tiles), &a, &b)
+            {
                 std::mem::swap(&mut a, &mut b);
             }
         }
@@ -155,7 +132,7 @@ impl GpuBin {
             &[(1, &a[0]), (2, &ranges)],
             groups_for(total),
         );
-        ctx.queue.submit([enc.finish()]);
+        ctx.submit(enc);
         let [key_tile, _, ids] = a;
         Ok(BinBuffers {
             intersections: total,

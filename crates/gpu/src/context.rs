@@ -1,6 +1,8 @@
 //! Opening a GPU: which adapter, which limits, and the few helpers every stage shares (buffers, read-back,
 //! dispatch sizes within the device's limits).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use wgpu::util::DeviceExt;
 
 /// Which adapters may be used.
@@ -31,6 +33,55 @@ pub enum GpuError {
     },
 }
 
+/// What the host asked of the device so far: the counters `splat bench` reports per step. They depend
+/// only on the code and the work, not on the device, so they are the evidence where no real GPU is at hand.
+#[derive(Debug, Default)]
+pub struct Counters {
+    dispatches: AtomicU64,
+    submissions: AtomicU64,
+    readbacks: AtomicU64,
+    readback_bytes: AtomicU64,
+}
+
+/// The [`Counters`] at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CounterSnapshot {
+    /// Compute dispatches recorded into command buffers (a replayed template's count each replay).
+    pub dispatches: u64,
+    /// Queue submissions (read-backs' own copies included).
+    pub submissions: u64,
+    /// Blocking read-backs ([`GpuContext::read`]).
+    pub readbacks: u64,
+    pub readback_bytes: u64,
+}
+
+impl CounterSnapshot {
+    /// The counts from `earlier` to `self`.
+    pub fn since(&self, earlier: &CounterSnapshot) -> CounterSnapshot {
+        CounterSnapshot {
+            dispatches: self.dispatches - earlier.dispatches,
+            submissions: self.submissions - earlier.submissions,
+            readbacks: self.readbacks - earlier.readbacks,
+            readback_bytes: self.readback_bytes - earlier.readback_bytes,
+        }
+    }
+}
+
+impl Counters {
+    pub fn add_dispatches(&self, n: u64) {
+        self.dispatches.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn snapshot(&self) -> CounterSnapshot {
+        CounterSnapshot {
+            dispatches: self.dispatches.load(Ordering::Relaxed),
+            submissions: self.submissions.load(Ordering::Relaxed),
+            readbacks: self.readbacks.load(Ordering::Relaxed),
+            readback_bytes: self.readback_bytes.load(Ordering::Relaxed),
+        }
+    }
+}
+
 /// An open device and its queue.
 pub struct GpuContext {
     pub device: wgpu::Device,
@@ -38,6 +89,7 @@ pub struct GpuContext {
     pub info: wgpu::AdapterInfo,
     /// The limits the device was opened with (the adapter's, or lower ones a test asked for).
     pub limits: wgpu::Limits,
+    pub counters: Counters,
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -132,6 +184,7 @@ impl GpuContext {
             queue,
             info,
             limits,
+            counters: Counters::default(),
         })
     }
 
@@ -181,6 +234,17 @@ impl GpuContext {
         })
     }
 
+    /// Finishes `enc` and submits it (counted).
+    pub fn submit(&self, enc: wgpu::CommandEncoder) {
+        self.submit_buffer(enc.finish());
+    }
+
+    /// Submits a finished command buffer (counted).
+    pub fn submit_buffer(&self, cb: wgpu::CommandBuffer) {
+        self.counters.submissions.fetch_add(1, Ordering::Relaxed);
+        self.queue.submit([cb]);
+    }
+
     /// Copies the first `len` elements of `buffer` back to the host (blocking). Used by the per-stage
     /// interface and the tests; a resident training loop reads back only counts and metrics.
     pub fn read<T: bytemuck::Pod>(
@@ -204,7 +268,11 @@ impl GpuContext {
                 label: Some("read-back"),
             });
         enc.copy_buffer_to_buffer(buffer, 0, &staging, 0, bytes.next_multiple_of(4));
-        self.queue.submit([enc.finish()]);
+        self.counters.readbacks.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .readback_bytes
+            .fetch_add(bytes, Ordering::Relaxed);
+        self.submit(enc);
         let slice = staging.slice(..);
         let (tx, rx) = std::sync::mpsc::channel();
         slice.map_async(wgpu::MapMode::Read, move |r| {

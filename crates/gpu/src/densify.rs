@@ -86,7 +86,7 @@ impl GpuDensifyStats {
             ],
             (x, y, 1),
         );
-        ctx.queue.submit([enc.finish()]);
+        ctx.submit(enc);
         grad_accum.copy_from_slice(&ctx.read::<f32>(&acc, n)?);
         grad_count.copy_from_slice(&ctx.read::<f32>(&cnt, n)?);
         max_radii.copy_from_slice(&ctx.read::<f32>(&mr, n)?);

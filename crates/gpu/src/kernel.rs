@@ -26,6 +26,11 @@ pub trait Recorder {
     fn clear(&mut self, buffer: &wgpu::Buffer);
     /// A place for work recorded per use (only a list has them).
     fn hole(&mut self, id: u32);
+    /// Whether what is recorded here runs once per replay (a list), not once (an encoder): dispatches
+    /// are counted when recorded into an encoder, and for a list each time it is replayed.
+    fn is_template(&self) -> bool {
+        false
+    }
 }
 
 impl Recorder for wgpu::CommandEncoder {
@@ -115,11 +120,15 @@ impl Recorder for Vec<Op> {
     fn hole(&mut self, id: u32) {
         self.push(Op::Hole(id));
     }
+    fn is_template(&self) -> bool {
+        true
+    }
 }
 
 /// Records `ops` into `enc`, calling `fill` at each hole. Consecutive dispatches share one compute pass
 /// (wgpu orders them by their buffer usage as it does separate passes).
 pub fn replay(
+    ctx: &GpuContext,
     ops: &[Op],
     enc: &mut wgpu::CommandEncoder,
     mut fill: impl FnMut(&mut wgpu::CommandEncoder, u32),
@@ -135,6 +144,7 @@ pub fn replay(
                 label: None,
                 timestamp_writes: None,
             });
+            ctx.counters.add_dispatches(run as u64);
             for op in &ops[at..at + run] {
                 if let Op::Pass {
                     pipeline,
@@ -271,7 +281,21 @@ pub fn record_pass_with(
         layout: &pipeline.get_bind_group_layout(0),
         entries: &entries,
     });
-    enc.pass(pipeline, &bind, groups);
+    record_bound(ctx, enc, pipeline, &bind, groups);
+}
+
+/// Records one pass of `pipeline` with a made bind group (every dispatch goes through here: it counts).
+pub fn record_bound(
+    ctx: &GpuContext,
+    enc: &mut dyn Recorder,
+    pipeline: &wgpu::ComputePipeline,
+    bind: &wgpu::BindGroup,
+    groups: (u32, u32, u32),
+) {
+    if !enc.is_template() {
+        ctx.counters.add_dispatches(1);
+    }
+    enc.pass(pipeline, bind, groups);
 }
 
 /// Workgroups for `n` invocations.

@@ -20,6 +20,7 @@ pub mod rasterize;
 pub mod resident;
 pub mod scan;
 pub mod shaders;
+pub mod sort;
 
 pub use adam::GpuAdam;
 pub use backend::GpuBackend;
@@ -31,3 +32,4 @@ pub use project::GpuProject;
 pub use project_bwd::GpuProjectBackward;
 pub use rasterize::{BackwardSums, GpuRasterize};
 pub use resident::GpuResident;
+pub use sort::GpuSort;

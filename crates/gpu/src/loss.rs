@@ -75,7 +75,7 @@ impl GpuLoss {
                 label: Some("loss"),
             });
         self.record(ctx, &mut enc, &rb, &tb, &bufs, lambda);
-        ctx.queue.submit([enc.finish()]);
+        ctx.submit(enc);
         let row_sums: Vec<f32> = ctx.read(&bufs.sums, 3 * h)?;
         *grad = ctx.read(&bufs.grad, n)?;
         Ok(loss_from_row_sums(&row_sums, w, h, lambda).0)

@@ -169,7 +169,7 @@ pub(crate) fn record_chunked_with(
             entries: &entries,
         });
         let (x, y) = ctx.dispatch_size((len as u32).div_ceil(WORKGROUP));
-        enc.pass(pipeline, &bind, (x, y, 1));
+        crate::kernel::record_bound(ctx, enc, pipeline, &bind, (x, y, 1));
     }
 }
 
@@ -321,7 +321,7 @@ impl GpuProject {
             },
             &bindings,
         );
-        ctx.queue.submit([enc.finish()]);
+        ctx.submit(enc);
 
         let means2d: Vec<f32> = ctx.read(&outputs[0], n * 2)?;
         let conics: Vec<f32> = ctx.read(&outputs[1], n * 3)?;

@@ -141,7 +141,7 @@ impl GpuProjectBackward {
             },
             &bindings,
         );
-        ctx.queue.submit([enc.finish()]);
+        ctx.submit(enc);
         let packed: Vec<f32> = ctx.read(&output, n * stride)?;
         for (i, g) in packed.chunks_exact(stride).enumerate() {
             out.means[i] = [g[0], g[1], g[2]];

@@ -113,6 +113,11 @@ pub struct RasterBuffers {
 }
 
 impl GpuRasterize {
+    /// The backward's atomic tiles pass (binding 16: the projected gradients, cleared first).
+    pub(crate) fn backward_atomic(&self) -> &wgpu::ComputePipeline {
+        &self.backward_atomic
+    }
+
     pub fn new(ctx: &GpuContext) -> Self {
         let fwd = module(ctx, "rasterize_fwd.wgsl", crate::shaders::RASTERIZE_FWD);
         let bwd = module(ctx, "rasterize_bwd.wgsl", crate::shaders::RASTERIZE_BWD);
@@ -192,7 +197,7 @@ impl GpuRasterize {
             &bindings,
             (grid.tiles_x, grid.tiles_y, 1),
         );
-        ctx.queue.submit([enc.finish()]);
+        ctx.submit(enc);
         Ok(out)
     }
 
@@ -297,7 +302,7 @@ impl GpuRasterize {
                 &inputs,
             )?);
         }
-        ctx.queue.submit([enc.finish()]);
+        ctx.submit(enc);
         let g: Vec<f32> = ctx.read(&grads, n * 9)?;
         for (i, r) in g.chunks_exact(9).enumerate() {
             out.grad_means2d[i] = [r[0], r[1]];

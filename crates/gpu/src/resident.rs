@@ -30,7 +30,9 @@ use splat_render::project::CameraParams;
 use splat_render::sh::active_coeffs;
 use splat_render::RenderSettings;
 use splat_train::densify::DensifyReport;
-use splat_train::resident::{BlockConstants, PlannedStep, ResidentEngine, StepOutcome};
+use splat_train::resident::{
+    BlockConstants, EngineCounters, EngineMemory, PlannedStep, ResidentEngine, StepOutcome,
+};
 use splat_train::state::{group_width, GROUPS};
 use splat_train::TrainState;
 
@@ -45,8 +47,9 @@ use crate::project::{
     camera_uniform, chunk_binding, chunk_len_for, record_chunked_with, uniform_stride,
     CameraUniform, OUTPUT_WORDS,
 };
-use crate::rasterize::{raster_params, RasterInputs};
+use crate::rasterize::{raster_params, BackwardSums, RasterInputs};
 use crate::scan::{GpuScan, ScanPlan};
+use crate::sort::SortPlan;
 use crate::{
     GpuAdam, GpuBin, GpuDensifyStats, GpuLoss, GpuProject, GpuProjectBackward, GpuRasterize,
 };
@@ -98,6 +101,11 @@ fn list_size(needed: u32) -> u32 {
         .max(MIN_CAPACITY)
 }
 
+/// Key bits of a step's sort: the tile bits of `tiles` real tiles and the padding tile, then the depth's.
+fn sort_key_bits(tiles: u32) -> u32 {
+    32 + bits_for(tiles + 1)
+}
+
 /// Buffers the training images may be split over (bindings of `unpack_target`).
 const IMAGE_PARTS: usize = 4;
 
@@ -143,8 +151,7 @@ struct List {
     capacity: u32,
     a: [wgpu::Buffer; 3],
     b: [wgpu::Buffer; 3],
-    zeros: wgpu::Buffer,
-    scan: ScanPlan,
+    sort: SortPlan,
     /// The rasterize backward's 9 values per entry, three planes of 3.
     records: [wgpu::Buffer; 3],
 }
@@ -221,6 +228,9 @@ pub struct GpuResident {
     template_key: ([f32; 3], f64),
     /// Host seconds spent recording steps (the template's replays and holes).
     recording: f64,
+    /// Sort passes and their bytes recorded so far (for [`ResidentEngine::counters`]).
+    sort_passes: u64,
+    sort_bytes: u64,
     images: Option<Images>,
     scene: Option<Scene>,
     list: Option<List>,
@@ -286,6 +296,8 @@ impl GpuResident {
             template: None,
             template_key: ([0.0; 3], 0.0),
             recording: 0.0,
+            sort_passes: 0,
+            sort_bytes: 0,
             images: None,
             scene: None,
             list: None,
@@ -308,6 +320,19 @@ impl GpuResident {
     /// Starts the intersection list at `capacity` entries (tests force overflows with a small one).
     pub fn with_initial_capacity(mut self, capacity: u32) -> Self {
         self.initial_capacity = Some(capacity);
+        self.list = None;
+        self.template = None;
+        self
+    }
+
+    /// Sums the rasterize backward's per-Gaussian gradients this way: [`BackwardSums::Records`] (the
+    /// default: the same bits every run) or [`BackwardSums::Atomic`] (faster on real GPUs, rounding that
+    /// varies from run to run, no per-intersection records).
+    pub fn with_backward_sums(mut self, sums: BackwardSums) -> Self {
+        if sums == BackwardSums::Atomic && self.raster.sums != sums {
+            self.name += " with atomic backward sums";
+        }
+        self.raster.sums = sums;
         self.list = None;
         self.template = None;
         self
@@ -398,9 +423,16 @@ impl GpuResident {
             capacity,
             a: [make("key tile"), make("key depth"), make("ids")],
             b: [make("key tile"), make("key depth"), make("ids")],
-            zeros: ctx.storage("radix zeros", (c + 1) * 4),
-            scan: ScanPlan::new(ctx, capacity + 1),
-            records: [0, 1, 2].map(|_| ctx.storage("intersection records", c * 12)),
+            sort: SortPlan::new(ctx, capacity),
+            // Atomic sums need no records.
+            records: [0, 1, 2].map(|_| {
+                let bytes = if self.raster.sums == BackwardSums::Records {
+                    c * 12
+                } else {
+                    16
+                };
+                ctx.storage("intersection records", bytes)
+            }),
         }
     }
 
@@ -569,7 +601,7 @@ impl GpuResident {
         self.scan
             .record_planned(ctx, enc, &scene.counts, &scene.count_scan, n + 1);
         enc.hole(HOLE_OVERFLOW);
-        let (mut a, mut b) = (&list.a, &list.b);
+        let a = &list.a;
         book(
             enc,
             &self.k.padding,
@@ -592,34 +624,17 @@ impl GpuResident {
             groups_for(n),
         );
         let c = list.capacity;
-        for bit in 0..32 + bits_for(tiles + 1) {
-            let q = [c, bit, 0, 0];
-            self.bin.flags.dispatch(
-                ctx,
-                enc,
-                q,
-                &[(1, &a[0]), (2, &a[1]), (4, &list.zeros)],
-                groups_for(c + 1),
-            );
-            self.scan
-                .record_planned(ctx, enc, &list.zeros, &list.scan, c + 1);
-            self.bin.scatter.dispatch(
-                ctx,
-                enc,
-                q,
-                &[
-                    (1, &a[0]),
-                    (2, &a[1]),
-                    (3, &a[2]),
-                    (4, &list.zeros),
-                    (5, &b[0]),
-                    (6, &b[1]),
-                    (7, &b[2]),
-                ],
-                groups_for(c),
-            );
-            std::mem::swap(&mut a, &mut b);
-        }
+        // Padding keys hold tile `tiles`: one more tile value to sort.
+        let in_b = self.bin.sort.record(
+            ctx,
+            enc,
+            &list.sort,
+            c,
+            sort_key_bits(tiles),
+            &list.a,
+            &list.b,
+        );
+        let a = if in_b { &list.b } else { &list.a };
         enc.clear(&self.ranges);
         self.bin.ranges.dispatch(
             ctx,
@@ -662,47 +677,58 @@ impl GpuResident {
         enc.hole(HOLE_METRICS);
 
         // Backward.
-        for r in &list.records {
-            enc.clear(r);
-        }
         let mut tiles_b = inputs.bindings().to_vec();
-        tiles_b.extend([
-            (7, &self.final_t),
-            (8, &self.n_contrib),
-            (9, &loss.grad),
-            (10, &list.records[0]),
-            (16, &list.records[1]),
-            (17, &list.records[2]),
-        ]);
+        tiles_b.extend([(7, &self.final_t), (8, &self.n_contrib), (9, &loss.grad)]);
         let rp = raster_params(grid, &settings, n);
-        record_pass(
-            ctx,
-            enc,
-            &self.raster.backward_tiles,
-            bytemuck::bytes_of(&rp),
-            &tiles_b,
-            (grid.tiles_x, grid.tiles_y, 1),
-        );
-        let (x, y) = ctx.dispatch_size(groups_for(n));
-        record_pass(
-            ctx,
-            enc,
-            &self.raster.backward_gather,
-            bytemuck::bytes_of(&rp),
-            &[
-                (1, &self.ranges),
-                (2, &a[2]),
+        if self.raster.sums == BackwardSums::Atomic {
+            enc.clear(&scene.projected_grads);
+            tiles_b.push((16, &scene.projected_grads));
+            record_pass(
+                ctx,
+                enc,
+                self.raster.backward_atomic(),
+                bytemuck::bytes_of(&rp),
+                &tiles_b,
+                (grid.tiles_x, grid.tiles_y, 1),
+            );
+        } else {
+            for r in &list.records {
+                enc.clear(r);
+            }
+            tiles_b.extend([
                 (10, &list.records[0]),
                 (16, &list.records[1]),
                 (17, &list.records[2]),
-                (11, radii),
-                (12, rects),
-                (13, depths),
-                (14, &a[1]),
-                (15, &scene.projected_grads),
-            ],
-            (x, y, 1),
-        );
+            ]);
+            record_pass(
+                ctx,
+                enc,
+                &self.raster.backward_tiles,
+                bytemuck::bytes_of(&rp),
+                &tiles_b,
+                (grid.tiles_x, grid.tiles_y, 1),
+            );
+            let (x, y) = ctx.dispatch_size(groups_for(n));
+            record_pass(
+                ctx,
+                enc,
+                &self.raster.backward_gather,
+                bytemuck::bytes_of(&rp),
+                &[
+                    (1, &self.ranges),
+                    (2, &a[2]),
+                    (10, &list.records[0]),
+                    (16, &list.records[1]),
+                    (17, &list.records[2]),
+                    (11, radii),
+                    (12, rects),
+                    (13, depths),
+                    (14, &a[1]),
+                    (15, &scene.projected_grads),
+                ],
+                (x, y, 1),
+            );
+        }
         let bwd = [
             (1, &scene.params[0], 3),
             (2, &scene.params[4], 3),
@@ -908,13 +934,23 @@ impl GpuResident {
         let t0 = std::time::Instant::now();
         let template = self.template.as_ref().expect("made above");
         for (s, step) in steps.iter().enumerate() {
-            replay(template, &mut enc, |enc, hole| {
+            replay(&ctx, template, &mut enc, |enc, hole| {
                 self.record_step(enc, constants, Some((s, step, &mut adam_steps)), Some(hole));
             });
         }
         let cb = enc.finish();
         self.recording += t0.elapsed().as_secs_f64();
-        ctx.queue.submit([cb]);
+        let bits = sort_key_bits(
+            self.images
+                .as_ref()
+                .expect("views uploaded")
+                .grid
+                .num_tiles() as u32,
+        );
+        let capacity = self.capacity();
+        self.sort_passes += steps.len() as u64 * crate::sort::passes(bits) as u64;
+        self.sort_bytes += steps.len() as u64 * crate::sort::bytes(capacity, bits);
+        ctx.submit_buffer(cb);
         // The read-backs: the status and the block's loss row sums.
         let status: Vec<u32> = ctx.read(&self.status, STATUS_WORDS).map_err(gpu_err)?;
         let images = self.images.as_ref().expect("views uploaded");
@@ -1031,7 +1067,7 @@ impl GpuResident {
         for b in &stats {
             enc.clear_buffer(b, 0, None);
         }
-        ctx.queue.submit([enc.finish()]);
+        ctx.submit(enc);
         let project_chunk = GpuProject::chunk_len(ctx, rest);
         let backward_chunk = chunk_len_for(ctx, grad_stride);
         let (pc, bc) = (n.div_ceil(project_chunk), n.div_ceil(backward_chunk));
@@ -1148,7 +1184,7 @@ impl GpuResident {
             enc.copy_buffer_to_buffer(k, n as u64 * 4, &totals, i as u64 * 4, 4);
         }
         enc.copy_buffer_to_buffer(&counters, 0, &totals, 12, 12);
-        ctx.queue.submit([enc.finish()]);
+        ctx.submit(enc);
         // The read-back: how large the edited set is (and the counts for the budget and the report).
         let t: Vec<u32> = ctx.read(&totals, 6).map_err(gpu_err)?;
         let [survivors, clones_kept, split_kept, candidates] = [t[0], t[1], t[2], t[3]];
@@ -1213,7 +1249,7 @@ impl GpuResident {
             m.push(dm);
             v.push(dv);
         }
-        ctx.queue.submit([enc.finish()]);
+        ctx.submit(enc);
         let old = self.scene.take().expect("state loaded");
         let (degree, steps) = (old.stored_degree, old.adam_steps);
         self.template = None;
@@ -1244,6 +1280,35 @@ impl GpuResident {
         Ok(report)
     }
 
+    /// The device memory of `scene` and `list` and of the rest (images, per-pixel buffers).
+    fn memory_of(&self, scene: &Scene, list: &List) -> EngineMemory {
+        let sum = |bs: &[&wgpu::Buffer]| bs.iter().map(|b| b.size()).sum::<u64>();
+        let mut gaussian: Vec<&wgpu::Buffer> = Vec::new();
+        gaussian.extend(scene.params.iter().chain(&scene.m).chain(&scene.v));
+        gaussian.extend(scene.projected.iter().chain(&scene.stats));
+        gaussian.extend([&scene.counts, &scene.projected_grads, &scene.packed_grads]);
+        let mut entries: Vec<&wgpu::Buffer> = list.a.iter().chain(&list.b).collect();
+        entries.extend(&list.records);
+        let mut other: Vec<&wgpu::Buffer> = vec![
+            &self.target,
+            &self.image,
+            &self.final_t,
+            &self.n_contrib,
+            &self.ranges,
+            &self.metrics,
+        ];
+        if let Some(images) = &self.images {
+            other.extend(&images.packed);
+        }
+        EngineMemory {
+            gaussians: scene.n,
+            gaussian_bytes: sum(&gaussian) + scene.count_scan.bytes(),
+            list_entries: list.capacity as u64,
+            list_bytes: sum(&entries) + list.sort.bytes(),
+            other_bytes: sum(&other),
+        }
+    }
+
     /// The opacity reset as its own submission (after a densification).
     fn reset_now(&mut self) {
         let scene = self.scene.as_ref().expect("state loaded");
@@ -1257,7 +1322,7 @@ impl GpuResident {
             .queue
             .write_buffer(&self.status, 0, &[0u8; STATUS_WORDS * 4]);
         self.record_reset(&mut enc, scene);
-        self.ctx.queue.submit([enc.finish()]);
+        self.ctx.submit(enc);
     }
 }
 
@@ -1283,6 +1348,24 @@ impl ResidentEngine for GpuResident {
 
     fn recording_seconds(&self) -> f64 {
         self.recording
+    }
+
+    fn counters(&self) -> Option<EngineCounters> {
+        let c = self.ctx.counters.snapshot();
+        Some(EngineCounters {
+            dispatches: c.dispatches,
+            submissions: c.submissions,
+            readbacks: c.readbacks,
+            readback_bytes: c.readback_bytes,
+            sort_passes: self.sort_passes,
+            sort_bytes: self.sort_bytes,
+        })
+    }
+
+    fn memory(&self) -> Option<EngineMemory> {
+        let scene = self.scene.as_ref()?;
+        let list = self.list.as_ref()?;
+        Some(self.memory_of(scene, list))
     }
 
     fn load(&mut self, state: &TrainState) -> Result<(), String> {

@@ -17,6 +17,11 @@ pub struct ScanPlan {
 }
 
 impl ScanPlan {
+    /// Device bytes of the plan's buffers.
+    pub fn bytes(&self) -> u64 {
+        self.levels.iter().map(|b| b.size()).sum()
+    }
+
     pub fn new(ctx: &GpuContext, n: u32) -> Self {
         let mut levels = Vec::new();
         let mut len = n;

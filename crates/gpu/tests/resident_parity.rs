@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
-use splat_gpu::{GpuBackend, GpuContext, GpuResident};
+use splat_gpu::{BackwardSums, GpuBackend, GpuContext, GpuResident};
 use splat_io::dataset::demo::{write_demo_dataset, DemoOptions};
 use splat_io::dataset::{self, Dataset, LoadOptions};
 use splat_train::resident::{BlockConstants, PlannedStep, ResidentEngine};
@@ -128,17 +128,24 @@ fn resume<'a>(
 /// 15 host steps.
 #[test]
 fn a_block_matches_host_steps_from_the_same_state() {
-    block_matches_host_steps(false);
+    block_matches_host_steps(false, BackwardSums::Records);
 }
 
 /// The same on an antialiased scene (the compensation in both project stages, the flag kept across
 /// the block's densification).
 #[test]
 fn an_antialiased_block_matches_host_steps() {
-    block_matches_host_steps(true);
+    block_matches_host_steps(true, BackwardSums::Records);
 }
 
-fn block_matches_host_steps(antialiased: bool) {
+/// The same with the device's rasterize backward summing by atomic adds (`--gpu-atomic-backward`): its
+/// rounding varies with the order tiles finish, within the same tolerances; no records are allocated.
+#[test]
+fn an_atomic_block_matches_host_steps() {
+    block_matches_host_steps(false, BackwardSums::Atomic);
+}
+
+fn block_matches_host_steps(antialiased: bool, sums: BackwardSums) {
     let Some(ctx) = common::context(|_| {}) else {
         return;
     };
@@ -159,7 +166,9 @@ fn block_matches_host_steps(antialiased: bool) {
         ..base
     };
     let mut a = resume(&ctx, &ds, &cfg, &host.state, false);
-    let mut b = resume(&ctx, &ds, &cfg, &host.state, true);
+    let mut b = resume(&ctx, &ds, &cfg, &host.state, false);
+    let engine = GpuResident::new(ctx.clone(), &ds.train).with_backward_sums(sums);
+    b.with_resident(Box::new(engine)).unwrap();
     let mut worst = 0.0f64;
     for _ in 0..15 {
         let (x, y) = (a.step().unwrap(), b.step().unwrap());
@@ -173,6 +182,13 @@ fn block_matches_host_steps(antialiased: bool) {
     }
     assert_eq!(b.state.step, 45);
     assert!(b.block_done());
+    let memory = b.resident_memory().expect("the engine reports its memory");
+    // Keys and ids twice (24 bytes an entry), and 36 more for the records of the deterministic sums.
+    let per_entry = memory.list_bytes as f64 / memory.list_entries as f64;
+    match sums {
+        BackwardSums::Records => assert!(per_entry > 60.0, "{per_entry}"),
+        BackwardSums::Atomic => assert!(per_entry < 30.0, "{per_entry}"),
+    }
     assert_eq!(a.state.active_sh_degree, 2);
     assert_eq!(b.state.active_sh_degree, 2);
     b.sync();

@@ -40,6 +40,9 @@ pub struct StageRow {
     pub fraction_of_peak: f64,
     pub mbytes_per_step: f64,
     pub gbytes_per_second: f64,
+    /// The stage's time on the device from timestamp queries; null where not measured (the CPU
+    /// backends, and the GPU's stages until timestamp queries are wired in).
+    pub device_ms: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -59,6 +62,54 @@ pub struct BenchReport {
     pub stages: Vec<StageRow>,
     /// The same steps as resident blocks on a device (GPU backends), when measured.
     pub resident: Option<ResidentBench>,
+    /// Per resident step (null without a resident measurement): compute dispatches, queue
+    /// submissions, blocking read-backs, passes of the intersection sort and the bytes they move.
+    pub dispatches_per_step: Option<f64>,
+    pub submissions_per_step: Option<f64>,
+    pub readbacks_per_step: Option<f64>,
+    pub sort_passes_per_step: Option<f64>,
+    pub sort_bytes_per_step: Option<f64>,
+    /// The resident engine's device memory per Gaussian: what scales with the Gaussians plus the
+    /// intersection list, over the Gaussian count (null without a resident measurement).
+    pub device_bytes_per_gaussian: Option<f64>,
+}
+
+impl BenchReport {
+    /// Copies the resident measurement's counters to the report's top level.
+    pub fn set_resident(&mut self, r: ResidentBench) {
+        if let Some(c) = &r.counters {
+            self.dispatches_per_step = Some(c.dispatches);
+            self.submissions_per_step = Some(c.submissions);
+            self.readbacks_per_step = Some(c.readbacks);
+            self.sort_passes_per_step = Some(c.sort_passes);
+            self.sort_bytes_per_step = Some(c.sort_bytes);
+        }
+        self.device_bytes_per_gaussian = r.memory.as_ref().map(|m| m.bytes_per_gaussian);
+        self.resident = Some(r);
+    }
+}
+
+/// [`crate::resident::EngineCounters`] per measured step.
+#[derive(Clone, Debug, Serialize)]
+pub struct CountersPerStep {
+    pub dispatches: f64,
+    pub submissions: f64,
+    pub readbacks: f64,
+    pub readback_bytes: f64,
+    pub sort_passes: f64,
+    pub sort_bytes: f64,
+}
+
+/// [`crate::resident::EngineMemory`] after the measured steps.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemoryReport {
+    pub gaussians: usize,
+    pub gaussian_bytes: u64,
+    pub list_entries: u64,
+    pub list_bytes: u64,
+    pub other_bytes: u64,
+    /// (gaussian_bytes + list_bytes) / gaussians.
+    pub bytes_per_gaussian: f64,
 }
 
 /// Whole steps run as resident blocks ([`crate::resident`]): no per-stage times (one submission runs
@@ -71,6 +122,8 @@ pub struct ResidentBench {
     pub ms_per_step: f64,
     /// Host time spent recording the steps' device work.
     pub recording_ms_per_step: f64,
+    pub counters: Option<CountersPerStep>,
+    pub memory: Option<MemoryReport>,
 }
 
 /// Times `opts.steps` steps run as resident blocks on `engine` after `opts.warmup` (a block of their
@@ -91,13 +144,35 @@ pub fn run_resident(
     }
     trainer.set_sync_every(opts.warmup + opts.steps);
     let recorded = trainer.resident_recording_seconds();
+    let counted = trainer.resident_counters();
     let t = std::time::Instant::now();
     for _ in 0..opts.steps {
         trainer.step().map_err(|e| e.to_string())?;
     }
     let wall = t.elapsed().as_secs_f64();
     let steps = opts.steps.max(1) as f64;
+    let counters = counted.zip(trainer.resident_counters()).map(|(a, b)| {
+        let per = |x: u64, y: u64| (y - x) as f64 / steps;
+        CountersPerStep {
+            dispatches: per(a.dispatches, b.dispatches),
+            submissions: per(a.submissions, b.submissions),
+            readbacks: per(a.readbacks, b.readbacks),
+            readback_bytes: per(a.readback_bytes, b.readback_bytes),
+            sort_passes: per(a.sort_passes, b.sort_passes),
+            sort_bytes: per(a.sort_bytes, b.sort_bytes),
+        }
+    });
+    let memory = trainer.resident_memory().map(|m| MemoryReport {
+        gaussians: m.gaussians,
+        gaussian_bytes: m.gaussian_bytes,
+        list_entries: m.list_entries,
+        list_bytes: m.list_bytes,
+        other_bytes: m.other_bytes,
+        bytes_per_gaussian: (m.gaussian_bytes + m.list_bytes) as f64 / m.gaussians.max(1) as f64,
+    });
     Ok(ResidentBench {
+        counters,
+        memory,
         engine: name,
         steps: opts.steps,
         its_per_second: steps / wall,
@@ -298,6 +373,7 @@ pub fn run(ds: &Dataset, opts: &BenchOptions, backend: Box<dyn Backend + Send>) 
                 fraction_of_peak: gflops / peak.gflops,
                 mbytes_per_step: bytes / 1e6,
                 gbytes_per_second: if secs > 0.0 { bytes / secs / 1e9 } else { 0.0 },
+                device_ms: None,
             }
         })
         .collect();
@@ -317,6 +393,12 @@ pub fn run(ds: &Dataset, opts: &BenchOptions, backend: Box<dyn Backend + Send>) 
         peak_memory_bytes: peak_memory_bytes(),
         stages,
         resident: None,
+        dispatches_per_step: None,
+        submissions_per_step: None,
+        readbacks_per_step: None,
+        sort_passes_per_step: None,
+        sort_bytes_per_step: None,
+        device_bytes_per_gaussian: None,
     }
 }
 
@@ -364,6 +446,31 @@ pub fn format_table(r: &BenchReport) -> String {
              device; loss and Adam there too); host recording {:.2} ms per step\n",
             res.engine, res.steps, res.ms_per_step, res.its_per_second, res.recording_ms_per_step
         );
+        if let Some(c) = &res.counters {
+            s += &format!(
+                "per resident step: {:.0} dispatches, {:.2} submissions, {:.2} read-backs ({:.0} bytes), \
+                 {:.0} sort passes moving {:.1} MB\n",
+                c.dispatches,
+                c.submissions,
+                c.readbacks,
+                c.readback_bytes,
+                c.sort_passes,
+                c.sort_bytes / 1e6
+            );
+        }
+        if let Some(m) = &res.memory {
+            s += &format!(
+                "device memory: {:.0} bytes per Gaussian ({:.1} MB for {} Gaussians, {:.1} MB for a list \
+                 of {} intersections; {:.1} MB images and per-pixel buffers)\n",
+                m.bytes_per_gaussian,
+                m.gaussian_bytes as f64 / 1e6,
+                m.gaussians,
+                m.list_bytes as f64 / 1e6,
+                m.list_entries,
+                m.other_bytes as f64 / 1e6
+            );
+        }
+        s += "device time per stage: not measured (no timestamp queries yet)\n";
     }
     s
 }

@@ -73,6 +73,34 @@ pub struct StepOutcome {
     pub num_gaussians: usize,
 }
 
+/// What an engine asked of its device so far (cumulative; `splat bench` reports them per step). They
+/// depend on the code and the work, not on the device's speed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EngineCounters {
+    /// Compute dispatches.
+    pub dispatches: u64,
+    /// Queue submissions.
+    pub submissions: u64,
+    /// Blocking read-backs and their bytes.
+    pub readbacks: u64,
+    pub readback_bytes: u64,
+    /// Passes of the intersection list's sort and the bytes they read and write.
+    pub sort_passes: u64,
+    pub sort_bytes: u64,
+}
+
+/// An engine's device memory now: what scales with the Gaussians (parameters, moments, statistics,
+/// per-Gaussian work buffers, at their allocated capacity), with the intersection list (keys, ids,
+/// per-entry backward records, the sort's buffers), and the rest (training images, per-pixel buffers).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EngineMemory {
+    pub gaussians: usize,
+    pub gaussian_bytes: u64,
+    pub list_entries: u64,
+    pub list_bytes: u64,
+    pub other_bytes: u64,
+}
+
 /// A device that runs blocks of training steps on a state it holds.
 pub trait ResidentEngine: Send {
     fn name(&self) -> &str;
@@ -83,6 +111,14 @@ pub trait ResidentEngine: Send {
     /// on its host).
     fn recording_seconds(&self) -> f64 {
         0.0
+    }
+    /// What was asked of the device so far, when the engine counts it.
+    fn counters(&self) -> Option<EngineCounters> {
+        None
+    }
+    /// The device memory the engine holds now, when it knows it.
+    fn memory(&self) -> Option<EngineMemory> {
+        None
     }
     /// Makes the device's state `state` (parameters, moments with their step counts, statistics).
     fn load(&mut self, state: &TrainState) -> Result<(), String>;

@@ -296,6 +296,16 @@ impl<'a> Trainer<'a> {
             .map_or(0.0, |e| e.recording_seconds())
     }
 
+    /// The resident engine's counters ([`crate::resident::EngineCounters`]), when it counts.
+    pub fn resident_counters(&self) -> Option<crate::resident::EngineCounters> {
+        self.resident.as_deref().and_then(|e| e.counters())
+    }
+
+    /// The resident engine's device memory, when it knows it.
+    pub fn resident_memory(&self) -> Option<crate::resident::EngineMemory> {
+        self.resident.as_deref().and_then(|e| e.memory())
+    }
+
     /// The resident engine's name, when blocks run on one.
     pub fn resident_name(&self) -> Option<&str> {
         self.resident.as_deref().map(|e| e.name())

@@ -1,63 +1,124 @@
-// Stable LSD radix sort of (tile, depth) keys with their Gaussian ids, one bit per pass: `flags` marks the
-// entries whose bit is 0, the prefix sum of the flags gives each such entry its new position, and
-// `scatter` places entries with bit 1 after all the zeros, in their old order. Stability across passes
-// makes the final order (tile, depth, id) with ids emitted in ascending order.
-// Bits 0..31 are the depth's, bits 32.. the tile's.
+// Stable LSD radix sort of 64-bit keys (a high and a low u32 word) with a u32 payload, up to 8 bits a
+// pass. A pass over the digit at bits [shift, shift + bits) runs three dispatches:
+//   `histogram`: each block of BLOCK entries counts its digits in workgroup memory and writes them
+//                digit-major (offsets[digit * blocks + block]);
+//   the exclusive prefix sum of `offsets` (`prefix_sum.wgsl`): where each (digit, block) run starts;
+//   `scatter`:   each block places its entries at that start plus their rank among the block's earlier
+//                entries of the same digit.
+// The rank needs no subgroup operations: per round of 256 entries every thread sets its bit in a 256-bit
+// mask of its digit (8 words, atomicOr), and its rank is the population count of the mask below its bit
+// plus the digit's count from the block's earlier rounds. Every count is exact, so the order is the
+// same on every device: ascending key, ties in input order. Digits never straddle the two words (the
+// host makes passes of 8 bits from bit 0; 8 divides 32).
 
 struct Params {
     n: u32,
-    bit: u32,
-    pad0: u32,
-    pad1: u32,
+    shift: u32,
+    bits: u32,
+    blocks: u32,
 }
+
+const RADIX: u32 = 256u;
+const ROUNDS: u32 = 4u;
+const BLOCK: u32 = 1024u;
+const NONE: u32 = 0xffffffffu;
 
 @group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> key_tile: array<u32>;
-@group(0) @binding(2) var<storage, read> key_depth: array<u32>;
+@group(0) @binding(1) var<storage, read> key_hi: array<u32>;
+@group(0) @binding(2) var<storage, read> key_lo: array<u32>;
 @group(0) @binding(3) var<storage, read> ids: array<u32>;
-// Exclusive prefix sum of the zero flags (written by `flags`, scanned, then read by `scatter`), with the
-// total number of zeros at index n.
-@group(0) @binding(4) var<storage, read_write> zeros_before: array<u32>;
-@group(0) @binding(5) var<storage, read_write> out_tile: array<u32>;
-@group(0) @binding(6) var<storage, read_write> out_depth: array<u32>;
+// Digit counts per block (digit-major), then their exclusive prefix sum.
+@group(0) @binding(4) var<storage, read_write> offsets: array<u32>;
+@group(0) @binding(5) var<storage, read_write> out_hi: array<u32>;
+@group(0) @binding(6) var<storage, read_write> out_lo: array<u32>;
 @group(0) @binding(7) var<storage, read_write> out_ids: array<u32>;
 
-fn index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
-    return gid.x + gid.y * nwg.x * 256u;
-}
+var<workgroup> counts: array<atomic<u32>, 256>;
+// Per digit, 8 words: which of the round's 256 threads hold that digit.
+var<workgroup> masks: array<atomic<u32>, 2048>;
+// Per digit, where the block's next entry of that digit goes.
+var<workgroup> next: array<u32, 256>;
 
-fn bit_of(i: u32) -> u32 {
-    if params.bit < 32u {
-        return (key_depth[i] >> params.bit) & 1u;
-    }
-    return (key_tile[i] >> (params.bit - 32u)) & 1u;
-}
-
-// Writes n + 1 flags (the last one 0) so that the exclusive scan leaves the zero count at index n.
-@compute @workgroup_size(256)
-fn flags(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = index(gid, nwg);
-    if i > params.n {
-        return;
-    }
-    var f = 0u;
-    if i < params.n {
-        f = 1u - bit_of(i);
-    }
-    zeros_before[i] = f;
-}
-
-@compute @workgroup_size(256)
-fn scatter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = index(gid, nwg);
+// The digit of entry i, or NONE past the end.
+fn digit_of(i: u32) -> u32 {
     if i >= params.n {
+        return NONE;
+    }
+    let mask = (1u << params.bits) - 1u;
+    if params.shift < 32u {
+        return (key_lo[i] >> params.shift) & mask;
+    }
+    return (key_hi[i] >> (params.shift - 32u)) & mask;
+}
+
+fn block_index(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return wid.x + wid.y * nwg.x;
+}
+
+@compute @workgroup_size(256)
+fn histogram(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    // Workgroups past the last block (a 2D dispatch rounds up) leave as a whole.
+    let block = block_index(wid, nwg);
+    if block >= params.blocks {
         return;
     }
-    var to = zeros_before[i];
-    if bit_of(i) == 1u {
-        to = zeros_before[params.n] + (i - zeros_before[i]);
+    atomicStore(&counts[lid], 0u);
+    workgroupBarrier();
+    for (var r = 0u; r < ROUNDS; r = r + 1u) {
+        let d = digit_of(block * BLOCK + r * 256u + lid);
+        if d != NONE {
+            atomicAdd(&counts[d], 1u);
+        }
     }
-    out_tile[to] = key_tile[i];
-    out_depth[to] = key_depth[i];
-    out_ids[to] = ids[i];
+    workgroupBarrier();
+    offsets[lid * params.blocks + block] = atomicLoad(&counts[lid]);
+}
+
+@compute @workgroup_size(256)
+fn scatter(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let block = block_index(wid, nwg);
+    if block >= params.blocks {
+        return;
+    }
+    next[lid] = offsets[lid * params.blocks + block];
+    let word = lid / 32u;
+    let bit = 1u << (lid % 32u);
+    for (var r = 0u; r < ROUNDS; r = r + 1u) {
+        for (var k = 0u; k < 8u; k = k + 1u) {
+            atomicStore(&masks[lid * 8u + k], 0u);
+        }
+        workgroupBarrier();
+        let i = block * BLOCK + r * 256u + lid;
+        let d = digit_of(i);
+        if d != NONE {
+            atomicOr(&masks[d * 8u + word], bit);
+        }
+        workgroupBarrier();
+        if d != NONE {
+            var to = next[d];
+            for (var k = 0u; k < word; k = k + 1u) {
+                to = to + countOneBits(atomicLoad(&masks[d * 8u + k]));
+            }
+            to = to + countOneBits(atomicLoad(&masks[d * 8u + word]) & (bit - 1u));
+            out_hi[to] = key_hi[i];
+            out_lo[to] = key_lo[i];
+            out_ids[to] = ids[i];
+        }
+        workgroupBarrier();
+        // This round's entries of digit `lid` are placed: move its start past them.
+        var placed = 0u;
+        for (var k = 0u; k < 8u; k = k + 1u) {
+            placed = placed + countOneBits(atomicLoad(&masks[lid * 8u + k]));
+        }
+        next[lid] = next[lid] + placed;
+        workgroupBarrier();
+    }
 }

@@ -1,0 +1,139 @@
+//! The GPU radix sort against a stable sort on the host: random 64-bit keys with many ties, at sizes
+//! around every block and scan-level boundary, key widths 1 to 64 (odd and even pass counts, digits
+//! narrower than 8 bits), with the per-dimension workgroup limit lowered so histogram and scatter run as
+//! 2D dispatches.
+
+mod common;
+
+use common::context;
+use splat_gpu::sort::{bytes, passes, BLOCK};
+use splat_gpu::{GpuContext, GpuSort};
+
+/// xorshift64*: enough randomness for keys, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// `n` 64-bit keys drawn from a pool of `distinct` values (ties everywhere when small); a sort of fewer
+/// bits must ignore the bits above them.
+fn keys(seed: u64, n: usize, distinct: usize) -> (Vec<u32>, Vec<u32>) {
+    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let pool: Vec<u64> = (0..distinct.max(1)).map(|_| rng.next()).collect();
+    let (mut hi, mut lo) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for _ in 0..n {
+        let k = pool[(rng.next() % pool.len() as u64) as usize];
+        hi.push((k >> 32) as u32);
+        lo.push(k as u32);
+    }
+    (hi, lo)
+}
+
+fn masked(hi: u32, lo: u32, bits: u32) -> u64 {
+    let k = (hi as u64) << 32 | lo as u64;
+    if bits == 64 {
+        k
+    } else {
+        k & ((1u64 << bits) - 1)
+    }
+}
+
+fn check(ctx: &GpuContext, sort: &GpuSort, seed: u64, n: usize, bits: u32, distinct: usize) {
+    let (hi, lo) = keys(seed, n, distinct);
+    let payload: Vec<u32> = (0..n as u32).collect();
+    let mut order = payload.clone();
+    // The plain twin: a stable sort by the masked key (ties keep input order).
+    order.sort_by_key(|&i| masked(hi[i as usize], lo[i as usize], bits));
+    let [gh, gl, gp] = sort.sort(ctx, &hi, &lo, &payload, bits).expect("GPU sort");
+    let what = format!("n {n}, {bits} bits, {distinct} distinct keys");
+    assert_eq!(gp, order, "payload order, {what}");
+    let want_hi: Vec<u32> = order.iter().map(|&i| hi[i as usize]).collect();
+    let want_lo: Vec<u32> = order.iter().map(|&i| lo[i as usize]).collect();
+    assert_eq!(gh, want_hi, "high words move with their entries, {what}");
+    assert_eq!(gl, want_lo, "low words move with their entries, {what}");
+}
+
+#[test]
+fn sort_matches_a_stable_host_sort_at_every_width() {
+    let Some(ctx) = context(|_| {}) else { return };
+    let sort = GpuSort::new(&ctx);
+    for bits in 1..=64 {
+        // Few distinct keys (long runs of ties) and many.
+        let distinct = if bits % 2 == 0 { 7 } else { 5000 };
+        check(&ctx, &sort, bits as u64, 3000, bits, distinct);
+    }
+}
+
+#[test]
+fn sort_matches_at_block_and_scan_boundaries() {
+    let Some(ctx) = context(|_| {}) else { return };
+    let sort = GpuSort::new(&ctx);
+    let b = BLOCK as usize;
+    // Around one round (256), one block, and 256 blocks (the digit histograms of 65,536 entries need a
+    // second scan level: 256 digits x blocks > 256 x 256).
+    let sizes = [
+        1,
+        2,
+        255,
+        256,
+        257,
+        b - 1,
+        b,
+        b + 1,
+        2 * b + 3,
+        256 * b - 1,
+        256 * b,
+        256 * b + 1,
+    ];
+    for (k, &n) in sizes.iter().enumerate() {
+        let bits = [42, 64, 9, 33][k % 4];
+        check(&ctx, &sort, 100 + k as u64, n, bits, n / 3 + 1);
+    }
+}
+
+#[test]
+fn sort_with_lowered_dispatch_limit() {
+    let Some(ctx) = context(|l| l.max_compute_workgroups_per_dimension = 16) else {
+        return;
+    };
+    let sort = GpuSort::new(&ctx);
+    // 40 blocks: a 16 x 3 grid of workgroups, 8 past the end.
+    check(&ctx, &sort, 7, 40 * BLOCK as usize - 5, 42, 999);
+}
+
+#[test]
+fn sort_cost_counts_eight_bit_passes() {
+    assert_eq!(passes(1), 1);
+    assert_eq!(passes(8), 1);
+    assert_eq!(passes(9), 2);
+    assert_eq!(passes(42), 6);
+    assert_eq!(passes(64), 8);
+    // Bytes grow with the entries and the passes.
+    assert!(bytes(2048, 42) > bytes(1024, 42));
+    assert_eq!(bytes(1024, 42), 6 * bytes(1024, 8));
+}
+
+#[test]
+fn sort_counts_its_dispatches_submissions_and_readbacks() {
+    let Some(ctx) = context(|_| {}) else { return };
+    let sort = GpuSort::new(&ctx);
+    let n = 3000;
+    let (hi, lo) = keys(9, n, 50);
+    let payload: Vec<u32> = (0..n as u32).collect();
+    let before = ctx.counters.snapshot();
+    sort.sort(&ctx, &hi, &lo, &payload, 42).expect("GPU sort");
+    let c = ctx.counters.snapshot().since(&before);
+    // 3 blocks: 768 digit counts, scanned in 3 blocks of 256 and their one block of totals (two scan
+    // dispatches and one to add the offsets); with the histogram and the scatter, 5 a pass, 6 passes.
+    assert_eq!(c.dispatches, 6 * 5);
+    // The sort's submission and one per read-back (the three planes).
+    assert_eq!(c.submissions, 4);
+    assert_eq!(c.readbacks, 3);
+    assert_eq!(c.readback_bytes, 3 * 4 * n as u64);
+}
