@@ -172,6 +172,8 @@ impl GpuContext {
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("splat"),
                 required_limits: limits.clone(),
+                // Timestamps where the adapter has them (`splat bench`'s device time per stage).
+                required_features: adapter.features() & wgpu::Features::TIMESTAMP_QUERY,
                 ..Default::default()
             })
             .await
@@ -194,6 +196,13 @@ impl GpuContext {
             "{} ({:?}, {:?})",
             self.info.name, self.info.device_type, self.info.backend
         )
+    }
+
+    /// Whether the device writes timestamps in compute passes.
+    pub fn has_timestamps(&self) -> bool {
+        self.device
+            .features()
+            .contains(wgpu::Features::TIMESTAMP_QUERY)
     }
 
     /// True for a software device (lavapipe, WARP, SwiftShader).
@@ -252,6 +261,24 @@ impl GpuContext {
         buffer: &wgpu::Buffer,
         len: usize,
     ) -> Result<Vec<T>, GpuError> {
+        self.read_counted(buffer, len, true)
+    }
+
+    /// [`GpuContext::read`] for instrumentation (timestamps): not in the counters it would distort.
+    pub fn read_uncounted<T: bytemuck::Pod>(
+        &self,
+        buffer: &wgpu::Buffer,
+        len: usize,
+    ) -> Result<Vec<T>, GpuError> {
+        self.read_counted(buffer, len, false)
+    }
+
+    fn read_counted<T: bytemuck::Pod>(
+        &self,
+        buffer: &wgpu::Buffer,
+        len: usize,
+        counted: bool,
+    ) -> Result<Vec<T>, GpuError> {
         let bytes = (len * std::mem::size_of::<T>()) as u64;
         if bytes == 0 {
             return Ok(Vec::new());
@@ -268,11 +295,15 @@ impl GpuContext {
                 label: Some("read-back"),
             });
         enc.copy_buffer_to_buffer(buffer, 0, &staging, 0, bytes.next_multiple_of(4));
-        self.counters.readbacks.fetch_add(1, Ordering::Relaxed);
-        self.counters
-            .readback_bytes
-            .fetch_add(bytes, Ordering::Relaxed);
-        self.submit(enc);
+        if counted {
+            self.counters.readbacks.fetch_add(1, Ordering::Relaxed);
+            self.counters
+                .readback_bytes
+                .fetch_add(bytes, Ordering::Relaxed);
+            self.submit(enc);
+        } else {
+            self.queue.submit([enc.finish()]);
+        }
         let slice = staging.slice(..);
         let (tx, rx) = std::sync::mpsc::channel();
         slice.map_async(wgpu::MapMode::Read, move |r| {

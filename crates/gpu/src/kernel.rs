@@ -5,6 +5,7 @@
 use wgpu::util::DeviceExt;
 
 use crate::context::GpuContext;
+use crate::timing::PassTimer;
 
 /// Where recorded GPU work goes: a command encoder, or a list of operations replayed later (the
 /// resident trainer records the parts of a step that do not change once, then replays them every step).
@@ -26,6 +27,8 @@ pub trait Recorder {
     fn clear(&mut self, buffer: &wgpu::Buffer);
     /// A place for work recorded per use (only a list has them).
     fn hole(&mut self, id: u32);
+    /// Where stage `id`'s work starts (for device timing; only a list keeps it).
+    fn stage(&mut self, _id: u32) {}
     /// Whether what is recorded here runs once per replay (a list), not once (an encoder): dispatches
     /// are counted when recorded into an encoder, and for a list each time it is replayed.
     fn is_template(&self) -> bool {
@@ -83,6 +86,7 @@ pub enum Op {
     },
     Clear(wgpu::Buffer),
     Hole(u32),
+    Stage(u32),
 }
 
 impl Recorder for Vec<Op> {
@@ -120,41 +124,71 @@ impl Recorder for Vec<Op> {
     fn hole(&mut self, id: u32) {
         self.push(Op::Hole(id));
     }
+    fn stage(&mut self, id: u32) {
+        self.push(Op::Stage(id));
+    }
     fn is_template(&self) -> bool {
         true
     }
 }
 
-/// Records `ops` into `enc`, calling `fill` at each hole. Consecutive dispatches share one compute pass
-/// (wgpu orders them by their buffer usage as it does separate passes).
+/// Records `ops` into `enc`; at each hole, `fill` records that hole's work into a list, replayed in
+/// its place. Consecutive dispatches share one compute pass (wgpu orders them by their buffer usage as it
+/// does separate passes). With a `timer`, passes also break at stage marks and each writes timestamps
+/// charged to its stage (see [`crate::timing`]).
 pub fn replay(
     ctx: &GpuContext,
     ops: &[Op],
     enc: &mut wgpu::CommandEncoder,
-    mut fill: impl FnMut(&mut wgpu::CommandEncoder, u32),
+    mut timer: Option<&mut PassTimer>,
+    fill: &mut dyn FnMut(&mut Vec<Op>, u32),
 ) {
+    let mut stage = 0;
+    replay_from(ctx, ops, enc, &mut timer, &mut stage, fill);
+}
+
+fn replay_from(
+    ctx: &GpuContext,
+    ops: &[Op],
+    enc: &mut wgpu::CommandEncoder,
+    timer: &mut Option<&mut PassTimer>,
+    stage: &mut u32,
+    fill: &mut dyn FnMut(&mut Vec<Op>, u32),
+) {
+    let timed = timer.is_some();
     let mut at = 0;
     while at < ops.len() {
+        // Untimed, stage marks do not end a pass.
         let run = ops[at..]
             .iter()
-            .take_while(|op| matches!(op, Op::Pass { .. }))
+            .take_while(|op| {
+                matches!(op, Op::Pass { .. }) || (!timed && matches!(op, Op::Stage(_)))
+            })
             .count();
-        if run > 0 {
+        let dispatches = ops[at..at + run]
+            .iter()
+            .filter(|op| matches!(op, Op::Pass { .. }))
+            .count();
+        if dispatches > 0 {
+            ctx.counters.add_dispatches(dispatches as u64);
+            let timestamp_writes = timer.as_deref_mut().and_then(|t| t.next_pass(*stage));
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: None,
-                timestamp_writes: None,
+                timestamp_writes,
             });
-            ctx.counters.add_dispatches(run as u64);
             for op in &ops[at..at + run] {
-                if let Op::Pass {
-                    pipeline,
-                    bind,
-                    groups,
-                } = op
-                {
-                    pass.set_pipeline(pipeline);
-                    pass.set_bind_group(0, bind, &[]);
-                    pass.dispatch_workgroups(groups.0, groups.1, groups.2);
+                match op {
+                    Op::Pass {
+                        pipeline,
+                        bind,
+                        groups,
+                    } => {
+                        pass.set_pipeline(pipeline);
+                        pass.set_bind_group(0, bind, &[]);
+                        pass.dispatch_workgroups(groups.0, groups.1, groups.2);
+                    }
+                    Op::Stage(id) => *stage = *id,
+                    _ => unreachable!("runs hold passes and stage marks"),
                 }
             }
             at += run;
@@ -169,7 +203,12 @@ pub fn replay(
                 size,
             } => enc.copy_buffer_to_buffer(src, *src_offset, dst, *dst_offset, *size),
             Op::Clear(b) => enc.clear_buffer(b, 0, None),
-            Op::Hole(id) => fill(enc, *id),
+            Op::Hole(id) => {
+                let mut work = Vec::new();
+                fill(&mut work, *id);
+                replay_from(ctx, &work, enc, timer, stage, fill);
+            }
+            Op::Stage(id) => *stage = *id,
             Op::Pass { .. } => unreachable!("taken above"),
         }
         at += 1;

@@ -14,6 +14,7 @@ pub mod context;
 pub mod densify;
 pub mod kernel;
 pub mod loss;
+pub mod peak;
 pub mod project;
 pub mod project_bwd;
 pub mod rasterize;
@@ -21,6 +22,7 @@ pub mod resident;
 pub mod scan;
 pub mod shaders;
 pub mod sort;
+pub mod timing;
 
 pub use adam::GpuAdam;
 pub use backend::GpuBackend;

@@ -63,6 +63,7 @@ pub const ADAM: &str = include_str!("shaders/adam.wgsl");
 pub const DENSIFY_STATS: &str = include_str!("shaders/densify_stats.wgsl");
 pub const RESIDENT: &str = with_random!("resident.wgsl");
 pub const DENSIFY_EDIT: &str = with_random!("densify_edit.wgsl");
+pub const PEAK: &str = include_str!("shaders/peak.wgsl");
 
 /// Every compiled source with the file it is built around (the `common_*.wgsl` files are preludes).
 pub const ALL: &[(&str, &str)] = &[
@@ -83,4 +84,5 @@ pub const ALL: &[(&str, &str)] = &[
     ("densify_stats.wgsl", DENSIFY_STATS),
     ("resident.wgsl", RESIDENT),
     ("densify_edit.wgsl", DENSIFY_EDIT),
+    ("peak.wgsl", PEAK),
 ];

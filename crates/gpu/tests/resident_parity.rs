@@ -584,3 +584,52 @@ fn images_over_several_bindings_change_nothing() {
     );
     assert_eq!(bits(&a.adam[1].v), bits(&b.adam[1].v));
 }
+
+/// Timing the stages (timestamp queries, passes split at stage marks) changes no bit, and times every
+/// step: the stages' device time is positive where work runs and no more than the block's wall time.
+#[test]
+fn stage_timing_changes_nothing() {
+    let Some(ctx) = common::context(|_| {}) else {
+        return;
+    };
+    let ctx = Arc::new(ctx);
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = demo(tmp.path());
+    let cfg = config(40);
+    let mut timed_engine = GpuResident::new(ctx.clone(), &ds.train);
+    let timed = timed_engine.enable_stage_timing();
+    let mut plain = trainer(
+        &ctx,
+        &ds,
+        cfg.clone(),
+        Some(GpuResident::new(ctx.clone(), &ds.train)),
+    );
+    let mut with = trainer(&ctx, &ds, cfg.clone(), Some(timed_engine));
+    let a = run(&mut plain);
+    let t = std::time::Instant::now();
+    let b = run(&mut with);
+    let wall = t.elapsed().as_secs_f64();
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x.loss.to_bits(), y.loss.to_bits(), "step {}", x.step);
+    }
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let (g, w) = (&plain.state.gaussians, &with.state.gaussians);
+    assert_eq!(bits(g.means.as_flattened()), bits(w.means.as_flattened()));
+    assert_eq!(bits(&g.sh_rest), bits(&w.sh_rest));
+    if !timed {
+        eprintln!(
+            "skipped the timing checks: no timestamp queries on {}",
+            ctx.describe()
+        );
+        return;
+    }
+    let timing = with.resident_stage_timing().expect("timed");
+    assert_eq!(timing.steps, 40);
+    let total: f64 = timing.seconds.iter().sum();
+    assert!(total > 0.0 && total <= wall, "{timing:?}, wall {wall} s");
+    // Project, bin, the rasterizer's two passes and the loss run every step.
+    for k in 0..6 {
+        assert!(timing.seconds[k] > 0.0, "stage {k}: {timing:?}");
+    }
+    assert!(plain.resident_stage_timing().is_none());
+}

@@ -40,9 +40,13 @@ pub struct StageRow {
     pub fraction_of_peak: f64,
     pub mbytes_per_step: f64,
     pub gbytes_per_second: f64,
-    /// The stage's time on the device from timestamp queries; null where not measured (the CPU
-    /// backends, and the GPU's stages until timestamp queries are wired in).
+    /// The stage's device time per resident step from timestamp queries; null where not measured (the
+    /// CPU backends, a device without timestamps).
     pub device_ms: Option<f64>,
+    /// The stage's FLOPs and bytes (for bin, plus the sort's) over its device time, against the
+    /// device's measured FMA peak and copy bandwidth (null where either is unmeasured).
+    pub device_fraction_of_peak: Option<f64>,
+    pub device_fraction_of_bandwidth: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -72,6 +76,9 @@ pub struct BenchReport {
     /// The resident engine's device memory per Gaussian: what scales with the Gaussians plus the
     /// intersection list, over the Gaussian count (null without a resident measurement).
     pub device_bytes_per_gaussian: Option<f64>,
+    /// The device's measured fp32 FMA peak and copy bandwidth (GPU backends).
+    pub device_peak_gflops: Option<f64>,
+    pub device_peak_gbytes_per_second: Option<f64>,
 }
 
 impl BenchReport {
@@ -85,6 +92,24 @@ impl BenchReport {
             self.sort_bytes_per_step = Some(c.sort_bytes);
         }
         self.device_bytes_per_gaussian = r.memory.as_ref().map(|m| m.bytes_per_gaussian);
+        self.device_peak_gflops = r.device_peak.map(|p| p.gflops);
+        self.device_peak_gbytes_per_second = r.device_peak.map(|p| p.gbytes_per_second);
+        if let Some(ms) = r.device_ms {
+            for (row, ms) in self.stages.iter_mut().zip(ms) {
+                row.device_ms = Some(ms);
+                let secs = ms / 1e3;
+                // On the device the bin stage also moves the sort's bytes.
+                let sort_mb = match (row.name, &r.counters) {
+                    ("bin", Some(c)) => c.sort_bytes / 1e6,
+                    _ => 0.0,
+                };
+                if let (Some(p), true) = (r.device_peak, secs > 0.0) {
+                    row.device_fraction_of_peak = Some(row.gflop_per_step / secs / p.gflops);
+                    row.device_fraction_of_bandwidth =
+                        Some((row.mbytes_per_step + sort_mb) / 1e3 / secs / p.gbytes_per_second);
+                }
+            }
+        }
         self.resident = Some(r);
     }
 }
@@ -124,6 +149,10 @@ pub struct ResidentBench {
     pub recording_ms_per_step: f64,
     pub counters: Option<CountersPerStep>,
     pub memory: Option<MemoryReport>,
+    /// Device ms per step of each stage (in [`StageTimes::NAMES`] order) from timestamp queries;
+    /// `None` where the device has none.
+    pub device_ms: Option<[f64; 8]>,
+    pub device_peak: Option<crate::resident::DevicePeak>,
 }
 
 /// Times `opts.steps` steps run as resident blocks on `engine` after `opts.warmup` (a block of their
@@ -132,8 +161,9 @@ pub fn run_resident(
     ds: &Dataset,
     opts: &BenchOptions,
     backend: Box<dyn Backend + Send>,
-    engine: Box<dyn crate::resident::ResidentEngine>,
+    mut engine: Box<dyn crate::resident::ResidentEngine>,
 ) -> Result<ResidentBench, String> {
+    let timed = engine.enable_stage_timing();
     let mut trainer = bench_trainer(ds, opts, backend);
     trainer.with_resident(engine)?;
     let name = trainer.resident_name().unwrap_or_default().to_string();
@@ -145,6 +175,7 @@ pub fn run_resident(
     trainer.set_sync_every(opts.warmup + opts.steps);
     let recorded = trainer.resident_recording_seconds();
     let counted = trainer.resident_counters();
+    let timed_before = trainer.resident_stage_timing();
     let t = std::time::Instant::now();
     for _ in 0..opts.steps {
         trainer.step().map_err(|e| e.to_string())?;
@@ -162,6 +193,18 @@ pub fn run_resident(
             sort_bytes: per(a.sort_bytes, b.sort_bytes),
         }
     });
+    // Device ms per stage and step over the measured steps.
+    let device_ms = timed_before
+        .zip(trainer.resident_stage_timing())
+        .filter(|(a, b)| timed && b.steps > a.steps)
+        .map(|(a, b)| {
+            let n = (b.steps - a.steps) as f64;
+            let mut ms = [0.0; 8];
+            for (k, m) in ms.iter_mut().enumerate() {
+                *m = (b.seconds[k] - a.seconds[k]) / n * 1e3;
+            }
+            ms
+        });
     let memory = trainer.resident_memory().map(|m| MemoryReport {
         gaussians: m.gaussians,
         gaussian_bytes: m.gaussian_bytes,
@@ -170,9 +213,19 @@ pub fn run_resident(
         other_bytes: m.other_bytes,
         bytes_per_gaussian: (m.gaussian_bytes + m.list_bytes) as f64 / m.gaussians.max(1) as f64,
     });
+    let device_peak = match trainer.resident_measure_peak() {
+        Some(Ok(p)) => Some(p),
+        Some(Err(why)) => {
+            eprintln!("note: the device's peak was not measured ({why})");
+            None
+        }
+        None => None,
+    };
     Ok(ResidentBench {
         counters,
         memory,
+        device_ms,
+        device_peak,
         engine: name,
         steps: opts.steps,
         its_per_second: steps / wall,
@@ -374,6 +427,8 @@ pub fn run(ds: &Dataset, opts: &BenchOptions, backend: Box<dyn Backend + Send>) 
                 mbytes_per_step: bytes / 1e6,
                 gbytes_per_second: if secs > 0.0 { bytes / secs / 1e9 } else { 0.0 },
                 device_ms: None,
+                device_fraction_of_peak: None,
+                device_fraction_of_bandwidth: None,
             }
         })
         .collect();
@@ -399,7 +454,45 @@ pub fn run(ds: &Dataset, opts: &BenchOptions, backend: Box<dyn Backend + Send>) 
         sort_passes_per_step: None,
         sort_bytes_per_step: None,
         device_bytes_per_gaussian: None,
+        device_peak_gflops: None,
+        device_peak_gbytes_per_second: None,
     }
+}
+
+/// The resident step's device time per stage against the device's measured ceilings.
+fn device_table(r: &BenchReport, res: &ResidentBench) -> String {
+    let mut s = String::new();
+    if let Some(p) = &res.device_peak {
+        s += &format!(
+            "device peak (measured): {:.1} GFLOP/s fp32 FMA, {:.1} GB/s copy ({})\n",
+            p.gflops,
+            p.gbytes_per_second,
+            if p.timestamps {
+                "timestamp queries"
+            } else {
+                "host clock: a lower bound"
+            }
+        );
+    }
+    if res.device_ms.is_none() {
+        s += "device time per stage: not measured (the device has no timestamp queries)\n";
+        return s;
+    }
+    s += &format!(
+        "{:<19} {:>10} {:>9} {:>9}\n",
+        "resident stage", "device ms", "% peak", "% bw"
+    );
+    let pct = |x: Option<f64>| x.map_or("-".to_string(), |f| format!("{:.2}%", f * 100.0));
+    for row in &r.stages {
+        s += &format!(
+            "{:<19} {:>10.3} {:>9} {:>9}\n",
+            row.name,
+            row.device_ms.unwrap_or(0.0),
+            pct(row.device_fraction_of_peak),
+            pct(row.device_fraction_of_bandwidth)
+        );
+    }
+    s
 }
 
 /// The report as a text table.
@@ -470,7 +563,7 @@ pub fn format_table(r: &BenchReport) -> String {
                 m.other_bytes as f64 / 1e6
             );
         }
-        s += "device time per stage: not measured (no timestamp queries yet)\n";
+        s += &device_table(r, res);
     }
     s
 }

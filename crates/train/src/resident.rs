@@ -89,6 +89,23 @@ pub struct EngineCounters {
     pub sort_bytes: u64,
 }
 
+/// Device time per stage from timestamp queries, summed over `steps` timed steps, in
+/// [`crate::StageTimes::NAMES`] order.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StageTiming {
+    pub steps: u64,
+    pub seconds: [f64; 8],
+}
+
+/// The engine's device's measured ceilings (fp32 FMA, copy bandwidth).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct DevicePeak {
+    pub gflops: f64,
+    pub gbytes_per_second: f64,
+    /// Timed by the device's timestamps (else the host's clock, a lower bound).
+    pub timestamps: bool,
+}
+
 /// An engine's device memory now: what scales with the Gaussians (parameters, moments, statistics,
 /// per-Gaussian work buffers, at their allocated capacity), with the intersection list (keys, ids,
 /// per-entry backward records, the sort's buffers), and the rest (training images, per-pixel buffers).
@@ -118,6 +135,19 @@ pub trait ResidentEngine: Send {
     }
     /// The device memory the engine holds now, when it knows it.
     fn memory(&self) -> Option<EngineMemory> {
+        None
+    }
+    /// Times every later step's stages on the device (for benchmarks: it splits the device's work into
+    /// more passes). False where the device cannot.
+    fn enable_stage_timing(&mut self) -> bool {
+        false
+    }
+    /// Measures the device's fp32 FMA peak and memory bandwidth (for benchmarks; takes a moment).
+    fn measure_peak(&self) -> Option<Result<DevicePeak, String>> {
+        None
+    }
+    /// The device time per stage of the steps timed so far.
+    fn stage_timing(&self) -> Option<StageTiming> {
         None
     }
     /// Makes the device's state `state` (parameters, moments with their step counts, statistics).

@@ -301,6 +301,16 @@ impl<'a> Trainer<'a> {
         self.resident.as_deref().and_then(|e| e.counters())
     }
 
+    /// The resident engine's device time per stage, when it times stages.
+    pub fn resident_stage_timing(&self) -> Option<crate::resident::StageTiming> {
+        self.resident.as_deref().and_then(|e| e.stage_timing())
+    }
+
+    /// The resident engine's device peaks, measured now, when it can.
+    pub fn resident_measure_peak(&self) -> Option<Result<crate::resident::DevicePeak, String>> {
+        self.resident.as_deref().and_then(|e| e.measure_peak())
+    }
+
     /// The resident engine's device memory, when it knows it.
     pub fn resident_memory(&self) -> Option<crate::resident::EngineMemory> {
         self.resident.as_deref().and_then(|e| e.memory())

@@ -1,0 +1,752 @@
+//! The resident trainer on the GPU ([`GpuResident`], a [`ResidentEngine`]): parameters, Adam moments,
+//! densification statistics, every training image (RGB8 packed in a u32) and every camera live on the
+//! device, and one submission runs up to [`SUBMIT_STEPS`] training steps:
+//!
+//! per step: draw the view and write its camera blocks and target image (`resident.wgsl`); project; count
+//! tile intersections and scan; check the list's capacity; pad, emit and sort the list; tile ranges;
+//! rasterize; loss; rasterize backward; project backward; check the gradients are finite; densification
+//! statistics; opacity reset when due; Adam (the per-step constants, learning rate and bias corrections,
+//! are known to the host when it records the block). A densification ends the block: the edit
+//! (`densify_edit.wgsl`) runs on the device and the host learns the new Gaussian count.
+//!
+//! Static shapes: the intersection list has a capacity, not the step's size, so every dispatch of a step
+//! has a size fixed when the block is recorded. Entries past the step's intersections are padding keys
+//! that sort last and belong to no tile. A step whose list would not fit, or whose loss or gradients are
+//! not finite, *halts* the submission: it and every later step change nothing (the state-changing
+//! kernels read the status word). After the submission the host reads back the only things it must: the
+//! status (8 words) and the loss row sums (3 x height floats per step, for the loss, L1, SSIM and PSNR it
+//! reports). On an overflow it grows the list to the size the status reports and records the rest again
+//! from the halted step, so results never depend on the capacity; a non-finite step is reported skipped
+//! and the submission resumes after it.
+//!
+//! Recording: the part of a step that is the same every step is recorded once per scene and list as a
+//! list of operations with holes for the per-step work (`record_step`), and replayed per step.
+//!
+//! Files: this one (the engine, uploads, a submission, the [`ResidentEngine`] interface), `record.rs`
+//! (a step's recording), `scene.rs` (the scene's and the list's buffers), `edit.rs` (densification and
+//! opacity resets).
+
+mod edit;
+mod record;
+mod scene;
+
+use std::sync::Arc;
+
+use splat_core::TileGrid;
+use splat_io::dataset::View;
+use splat_render::project::CameraParams;
+use splat_render::sh::active_coeffs;
+use splat_render::RenderSettings;
+use splat_train::densify::DensifyReport;
+use splat_train::resident::{
+    BlockConstants, DevicePeak, EngineCounters, EngineMemory, PlannedStep, ResidentEngine,
+    StageTiming, StepOutcome,
+};
+use splat_train::state::{group_width, GROUPS};
+use splat_train::TrainState;
+
+use crate::bin::bits_for;
+use crate::context::{GpuContext, GpuError};
+use crate::densify::StatsParams;
+use crate::kernel::{
+    groups_for, module, record_pass, record_pass_with, replay, Kernel, Op, Recorder,
+};
+use crate::loss::{loss_from_row_sums, LossBuffers};
+use crate::project::{
+    camera_uniform, chunk_binding, chunk_len_for, record_chunked_with, uniform_stride,
+    CameraUniform, OUTPUT_WORDS,
+};
+use crate::rasterize::{raster_params, BackwardSums, RasterInputs};
+use crate::scan::{GpuScan, ScanPlan};
+use crate::sort::SortPlan;
+use crate::timing::PassTimer;
+use crate::{
+    GpuAdam, GpuBin, GpuDensifyStats, GpuLoss, GpuProject, GpuProjectBackward, GpuRasterize,
+};
+
+/// Steps recorded into one submission at most.
+pub const SUBMIT_STEPS: usize = 50;
+
+/// The 4x16-byte uniform of `resident.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct BookParams {
+    a: [u32; 4],
+    b: [u32; 4],
+    c: [u32; 4],
+    d: [u32; 4],
+}
+
+/// Floats per Gaussian and offset of each group (in [`GROUPS`] order) in the project backward's packed
+/// gradients (means 3, log_scales 3, rotations 4, opacity 1, sh_dc 3, sh_rest).
+fn packed_offset(group: usize) -> usize {
+    [0, 11, 14, 10, 3, 6][group]
+}
+
+/// Whether step `s` updates group `g` (as the host: none on a densification or the last step, all but
+/// the opacities on a reset).
+fn adam_applies(s: &PlannedStep, g: usize) -> bool {
+    s.position_lr.is_some() && !(g == 3 && s.reset_opacity)
+}
+
+/// The smallest intersection list made.
+const MIN_CAPACITY: u32 = 4096;
+
+/// A list for `needed` intersections with a quarter to spare (grown on overflow, shrunk when the steps
+/// need under a third of it).
+fn list_size(needed: u32) -> u32 {
+    needed
+        .saturating_add(needed / 4)
+        .next_multiple_of(1024)
+        .max(MIN_CAPACITY)
+}
+
+/// Key bits of a step's sort: the tile bits of `tiles` real tiles and the padding tile, then the depth's.
+fn sort_key_bits(tiles: u32) -> u32 {
+    32 + bits_for(tiles + 1)
+}
+
+/// Buffers the training images may be split over (bindings of `unpack_target`).
+const IMAGE_PARTS: usize = 4;
+
+/// Where a step's template leaves room for work that differs per step.
+const HOLE_SELECT: u32 = 0;
+const HOLE_OVERFLOW: u32 = 1;
+const HOLE_METRICS: u32 = 2;
+const HOLE_TAIL: u32 = 3;
+
+/// Stage marks of a step, in `StageTimes::NAMES` order (the view's selection and target image count as
+/// the projection's; the finite check as the projection backward's; commit and statistics as densify's).
+const STAGE_PROJECT: u32 = 0;
+const STAGE_BIN: u32 = 1;
+const STAGE_RASTER_FWD: u32 = 2;
+const STAGE_LOSS: u32 = 3;
+const STAGE_RASTER_BWD: u32 = 4;
+const STAGE_PROJECT_BWD: u32 = 5;
+const STAGE_DENSIFY: u32 = 6;
+const STAGE_ADAM: u32 = 7;
+
+/// Status words (see `resident.wgsl`).
+const STATUS_WORDS: usize = 8;
+const HALT_OVERFLOW: u32 = 1;
+const HALT_NOT_FINITE: u32 = 2;
+
+struct Kernels {
+    select: Kernel,
+    unpack: Kernel,
+    overflow: Kernel,
+    padding: Kernel,
+    check: Kernel,
+    commit: Kernel,
+    adam_packed: wgpu::ComputePipeline,
+    classify: wgpu::ComputePipeline,
+    scatter: wgpu::ComputePipeline,
+    reset: wgpu::ComputePipeline,
+}
+
+/// The dataset on the device.
+struct Images {
+    grid: TileGrid,
+    views: u32,
+    /// RGB8 per pixel, view after view, [`IMAGE_PARTS`] buffers of `views_per_part` views (unused ones
+    /// are 16 bytes) so that more images than one binding holds can stay on the device.
+    packed: Vec<wgpu::Buffer>,
+    views_per_part: u32,
+    lut: wgpu::Buffer,
+    /// 8 words of 16 bytes per view: the camera block with zero counts.
+    cameras: wgpu::Buffer,
+}
+
+/// The capacity-sized intersection list and what is sized with it.
+struct List {
+    capacity: u32,
+    a: [wgpu::Buffer; 3],
+    b: [wgpu::Buffer; 3],
+    sort: SortPlan,
+    /// The rasterize backward's 9 values per entry, three planes of 3.
+    records: [wgpu::Buffer; 3],
+}
+
+/// The state on the device and the buffers sized by its Gaussian count.
+/// The work buffers (projection, tile counts, gradients) and statistics hold `capacity` Gaussians, of
+/// which the first `n` are the scene: a densification reuses them while the count fits. Parameters and
+/// moments hold `n` (the edit writes a new set from the old one).
+struct Scene {
+    n: usize,
+    capacity: usize,
+    rest: usize,
+    stored_degree: usize,
+    /// Parameters, first and second moments, in [`GROUPS`] order.
+    params: Vec<wgpu::Buffer>,
+    m: Vec<wgpu::Buffer>,
+    v: Vec<wgpu::Buffer>,
+    adam_steps: [u64; 6],
+    /// The projection's outputs in binding order (means2d, conics, depths, radii, rects, opacities,
+    /// colours, clamp flags).
+    projected: Vec<wgpu::Buffer>,
+    counts: wgpu::Buffer,
+    count_scan: ScanPlan,
+    projected_grads: wgpu::Buffer,
+    packed_grads: wgpu::Buffer,
+    /// grad_accum, grad_count, max_radii.
+    stats: [wgpu::Buffer; 3],
+    project_chunk: usize,
+    backward_chunk: usize,
+    project_uniform: wgpu::Buffer,
+    backward_uniform: wgpu::Buffer,
+    /// Camera blocks written by `select_view` (project's chunks, then the backward's), copied into the
+    /// two uniforms.
+    staging: wgpu::Buffer,
+    block_counts: wgpu::Buffer,
+}
+
+impl Scene {
+    /// Dispatch chunks of the projection and of its backward.
+    fn chunks(&self) -> (usize, usize) {
+        (
+            self.n.div_ceil(self.project_chunk),
+            self.n.div_ceil(self.backward_chunk),
+        )
+    }
+
+    /// Words per Gaussian of the packed parameter gradients (14 + the SH-rest length).
+    fn grad_stride(&self) -> usize {
+        14 + self.rest
+    }
+}
+
+pub struct GpuResident {
+    ctx: Arc<GpuContext>,
+    name: String,
+    project: GpuProject,
+    bin: GpuBin,
+    raster: GpuRasterize,
+    loss: GpuLoss,
+    project_bwd: GpuProjectBackward,
+    stats: GpuDensifyStats,
+    scan: GpuScan,
+    k: Kernels,
+    unsupported: Option<String>,
+    /// The loaded scene is antialiased (the camera blocks' flag word; kept across densification).
+    antialiased: bool,
+    /// The intersection list's first capacity (None: a guess from the Gaussian count).
+    initial_capacity: Option<u32>,
+    /// The most intersections a step needed since the list was last resized.
+    most_needed: u32,
+    /// The parts of a step that do not change, for the current scene and list (see `record_step`).
+    template: Option<Vec<Op>>,
+    /// The background and loss weight the template was recorded with.
+    template_key: ([f32; 3], f64),
+    /// Host seconds spent recording steps (the template's replays and holes).
+    recording: f64,
+    /// Device time per stage when timing was asked for ([`ResidentEngine::enable_stage_timing`]).
+    stage_timing: Option<StageTiming>,
+    /// Sort passes and their bytes recorded so far (for [`ResidentEngine::counters`]).
+    sort_passes: u64,
+    sort_bytes: u64,
+    images: Option<Images>,
+    scene: Option<Scene>,
+    list: Option<List>,
+    status: wgpu::Buffer,
+    target: wgpu::Buffer,
+    loss_bufs: Option<LossBuffers>,
+    image: wgpu::Buffer,
+    final_t: wgpu::Buffer,
+    n_contrib: wgpu::Buffer,
+    ranges: wgpu::Buffer,
+    metrics: wgpu::Buffer,
+}
+
+fn gpu_err(e: GpuError) -> String {
+    e.to_string()
+}
+
+impl GpuResident {
+    /// Compiles the pipelines and uploads the training `views` (all of one size; otherwise
+    /// [`ResidentEngine::unsupported`] says why and the trainer runs on the host).
+    pub fn new(ctx: Arc<GpuContext>, views: &[View]) -> Self {
+        let book = module(&ctx, "resident.wgsl", crate::shaders::RESIDENT);
+        let adam_module = module(&ctx, "adam.wgsl", crate::shaders::ADAM);
+        let edit = module(&ctx, "densify_edit.wgsl", crate::shaders::DENSIFY_EDIT);
+        let pipeline = |m: &wgpu::ShaderModule, entry: &str| {
+            ctx.device
+                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(entry),
+                    layout: None,
+                    module: m,
+                    entry_point: Some(entry),
+                    compilation_options: Default::default(),
+                    cache: None,
+                })
+        };
+        let k = Kernels {
+            select: Kernel::new(&ctx, &book, "select view", "select_view"),
+            unpack: Kernel::new(&ctx, &book, "unpack target", "unpack_target"),
+            overflow: Kernel::new(&ctx, &book, "check overflow", "check_overflow"),
+            padding: Kernel::new(&ctx, &book, "fill padding", "fill_padding"),
+            check: Kernel::new(&ctx, &book, "check finite", "check_finite"),
+            commit: Kernel::new(&ctx, &book, "commit finite", "commit_finite"),
+            adam_packed: pipeline(&adam_module, "packed"),
+            classify: pipeline(&edit, "classify"),
+            scatter: pipeline(&edit, "scatter"),
+            reset: pipeline(&edit, "reset_opacity"),
+        };
+        let small = |label| ctx.storage(label, 16);
+        let mut engine = GpuResident {
+            name: format!("gpu resident ({})", ctx.info.name),
+            project: GpuProject::new(&ctx),
+            bin: GpuBin::new(&ctx),
+            raster: GpuRasterize::new(&ctx),
+            loss: GpuLoss::new(&ctx),
+            project_bwd: GpuProjectBackward::new(&ctx),
+            stats: GpuDensifyStats::new(&ctx),
+            scan: GpuScan::new(&ctx),
+            k,
+            unsupported: None,
+            antialiased: false,
+            initial_capacity: None,
+            most_needed: 0,
+            template: None,
+            template_key: ([0.0; 3], 0.0),
+            recording: 0.0,
+            stage_timing: None,
+            sort_passes: 0,
+            sort_bytes: 0,
+            images: None,
+            scene: None,
+            list: None,
+            status: ctx.storage("status", STATUS_WORDS as u64 * 4),
+            target: small("target"),
+            loss_bufs: None,
+            image: small("image"),
+            final_t: small("final transmittance"),
+            n_contrib: small("n_contrib"),
+            ranges: small("tile ranges"),
+            metrics: small("metrics"),
+            ctx,
+        };
+        if let Err(why) = engine.upload_views(views) {
+            engine.unsupported = Some(why);
+        }
+        engine
+    }
+
+    /// Starts the intersection list at `capacity` entries (tests force overflows with a small one).
+    pub fn with_initial_capacity(mut self, capacity: u32) -> Self {
+        self.initial_capacity = Some(capacity);
+        self.list = None;
+        self.template = None;
+        self
+    }
+
+    /// Sums the rasterize backward's per-Gaussian gradients this way: [`BackwardSums::Records`] (the
+    /// default: the same bits every run) or [`BackwardSums::Atomic`] (faster on real GPUs, rounding that
+    /// varies from run to run, no per-intersection records).
+    pub fn with_backward_sums(mut self, sums: BackwardSums) -> Self {
+        if sums == BackwardSums::Atomic && self.raster.sums != sums {
+            self.name += " with atomic backward sums";
+        }
+        self.raster.sums = sums;
+        self.list = None;
+        self.template = None;
+        self
+    }
+
+    /// The intersection list's capacity now (0 before the first load).
+    pub fn capacity(&self) -> u32 {
+        self.list.as_ref().map_or(0, |l| l.capacity)
+    }
+
+    fn upload_views(&mut self, views: &[View]) -> Result<(), String> {
+        let ctx = self.ctx.clone();
+        let first = &views.first().ok_or("no training views")?.camera;
+        let (w, h) = (first.width, first.height);
+        if let Some(v) = views
+            .iter()
+            .find(|v| v.camera.width != w || v.camera.height != h)
+        {
+            return Err(format!(
+                "training views differ in size ({}x{} and {}x{} for {})",
+                w, h, v.camera.width, v.camera.height, v.name
+            ));
+        }
+        let grid = TileGrid::new(w, h);
+        let pixels = w as usize * h as usize;
+        let max = ctx.limits.max_storage_buffer_binding_size;
+        let per_part = (max / (pixels as u64 * 4)).min(views.len() as u64) as usize;
+        if per_part == 0 || views.len().div_ceil(per_part) > IMAGE_PARTS {
+            return Err(format!(
+                "the {} training images need {} bytes on the device, beyond {IMAGE_PARTS} bindings of {max}",
+                views.len(),
+                views.len() * pixels * 4
+            ));
+        }
+        if grid.tiles_x > ctx.limits.max_compute_workgroups_per_dimension
+            || grid.tiles_y > ctx.limits.max_compute_workgroups_per_dimension
+        {
+            return Err("the tile grid exceeds the device's workgroups per dimension".into());
+        }
+        let mut packed: Vec<wgpu::Buffer> = views
+            .chunks(per_part)
+            .map(|part| {
+                let words: Vec<u32> = part
+                    .iter()
+                    .flat_map(|v| {
+                        v.image
+                            .data
+                            .chunks_exact(3)
+                            .map(|p| p[0] as u32 | (p[1] as u32) << 8 | (p[2] as u32) << 16)
+                    })
+                    .collect();
+                ctx.storage_from("training images", &words)
+            })
+            .collect();
+        while packed.len() < IMAGE_PARTS {
+            packed.push(ctx.storage("no images", 16));
+        }
+        let lut: Vec<f32> = (0..256).map(|v| v as f32 / 255.0).collect();
+        let mut cameras: Vec<CameraUniform> = Vec::with_capacity(views.len());
+        for v in views {
+            let cam = CameraParams::<f32>::new(&v.camera);
+            cameras.push(camera_uniform(&v.camera, &cam, &grid, [0; 4]));
+        }
+        self.loss_bufs = Some(LossBuffers::new(&ctx, w as usize, h as usize).map_err(gpu_err)?);
+        self.images = Some(Images {
+            grid,
+            views: views.len() as u32,
+            packed,
+            views_per_part: per_part as u32,
+            lut: ctx.storage_from("image values", &lut),
+            cameras: ctx.storage_from("cameras", &cameras),
+        });
+        let px = pixels as u64;
+        self.target = ctx.storage("target", px * 12);
+        self.image = ctx.storage("image", px * 12);
+        self.final_t = ctx.storage("final transmittance", px * 4);
+        self.n_contrib = ctx.storage("n_contrib", px * 4);
+        self.ranges = ctx.storage("tile ranges", grid.num_tiles() as u64 * 8);
+        self.metrics = ctx.storage("block row sums", (SUBMIT_STEPS * 3 * h as usize * 4) as u64);
+        Ok(())
+    }
+
+    /// Runs `steps` (at most [`SUBMIT_STEPS`]) in one submission; returns how many completed and the
+    /// halt (reason, needed intersections) if one stopped it.
+    fn submit(
+        &mut self,
+        constants: &BlockConstants,
+        steps: &[PlannedStep],
+        out: &mut Vec<StepOutcome>,
+    ) -> Result<(usize, Option<(u32, u32)>), String> {
+        let ctx = self.ctx.clone();
+        let start_steps = self.scene.as_ref().expect("state loaded").adam_steps;
+        ctx.queue
+            .write_buffer(&self.status, 0, &[0u8; STATUS_WORDS * 4]);
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("resident block"),
+            });
+        let mut adam_steps = start_steps;
+        // The template holds the background and the loss weight too.
+        let key = (constants.background, constants.config.lambda_dssim);
+        if self.template.is_none() || self.template_key != key {
+            let mut ops = Vec::new();
+            self.record_step(&mut ops, constants, None, None);
+            self.template = Some(ops);
+            self.template_key = key;
+        }
+        let t0 = std::time::Instant::now();
+        let template = self.template.as_ref().expect("made above");
+        let mut timer = self
+            .stage_timing
+            .is_some()
+            .then(|| PassTimer::new(&ctx))
+            .flatten();
+        for (s, step) in steps.iter().enumerate() {
+            replay(
+                &ctx,
+                template,
+                &mut enc,
+                timer.as_mut(),
+                &mut |ops, hole| {
+                    self.record_step(ops, constants, Some((s, step, &mut adam_steps)), Some(hole));
+                },
+            );
+        }
+        if let Some(t) = &timer {
+            t.resolve(&mut enc);
+        }
+        let cb = enc.finish();
+        self.recording += t0.elapsed().as_secs_f64();
+        let bits = sort_key_bits(
+            self.images
+                .as_ref()
+                .expect("views uploaded")
+                .grid
+                .num_tiles() as u32,
+        );
+        let capacity = self.capacity();
+        self.sort_passes += steps.len() as u64 * crate::sort::passes(bits) as u64;
+        self.sort_bytes += steps.len() as u64 * crate::sort::bytes(capacity, bits);
+        ctx.submit_buffer(cb);
+        // The read-backs: the status and the block's loss row sums.
+        let status: Vec<u32> = ctx.read(&self.status, STATUS_WORDS).map_err(gpu_err)?;
+        if let (Some(t), Some(timing)) = (&timer, self.stage_timing.as_mut()) {
+            if let Some(seconds) = t.read(&ctx, 8).map_err(gpu_err)? {
+                timing.steps += steps.len() as u64;
+                for (total, s) in timing.seconds.iter_mut().zip(seconds) {
+                    *total += s;
+                }
+            }
+        }
+        let images = self.images.as_ref().expect("views uploaded");
+        let (w, h) = (images.grid.width as usize, images.grid.height as usize);
+        let done = if status[0] == 0 {
+            steps.len()
+        } else {
+            status[0] as usize - 1
+        };
+        let sums: Vec<f32> = ctx.read(&self.metrics, done * 3 * h).map_err(gpu_err)?;
+        for (s, step) in steps[..done].iter().enumerate() {
+            let (value, psnr) = loss_from_row_sums(
+                &sums[s * 3 * h..(s + 1) * 3 * h],
+                w,
+                h,
+                constants.config.lambda_dssim,
+            );
+            out.push(StepOutcome {
+                step: step.step,
+                loss: value.loss,
+                l1: value.l1,
+                ssim: value.ssim,
+                psnr,
+                skipped: false,
+                densified: None,
+                opacity_reset: step.reset_opacity,
+                num_gaussians: self.scene.as_ref().map_or(0, |sc| sc.n),
+            });
+        }
+        // The moments' step counts after the completed steps.
+        let scene = self.scene.as_mut().expect("state loaded");
+        for (g, (t, t0)) in scene.adam_steps.iter_mut().zip(start_steps).enumerate() {
+            *t = t0 + steps[..done].iter().filter(|s| adam_applies(s, g)).count() as u64;
+        }
+        let halt = (status[0] != 0).then_some((status[1], status[3]));
+        self.most_needed = self.most_needed.max(status[5]);
+        Ok((done, halt))
+    }
+}
+
+/// `g` with `n` Gaussians (values kept where they exist, zeros after).
+fn resize_gaussians(g: &mut splat_core::Gaussians<f32>, n: usize) {
+    let rest = g.sh_rest_len();
+    g.means.resize(n, [0.0; 3]);
+    g.log_scales.resize(n, [0.0; 3]);
+    g.rotations.resize(n, [0.0; 4]);
+    g.opacity_logits.resize(n, 0.0);
+    g.sh_dc.resize(n, [0.0; 3]);
+    g.sh_rest.resize(n * rest, 0.0);
+}
+
+impl ResidentEngine for GpuResident {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn unsupported(&self) -> Option<String> {
+        self.unsupported.clone()
+    }
+
+    fn recording_seconds(&self) -> f64 {
+        self.recording
+    }
+
+    fn counters(&self) -> Option<EngineCounters> {
+        let c = self.ctx.counters.snapshot();
+        Some(EngineCounters {
+            dispatches: c.dispatches,
+            submissions: c.submissions,
+            readbacks: c.readbacks,
+            readback_bytes: c.readback_bytes,
+            sort_passes: self.sort_passes,
+            sort_bytes: self.sort_bytes,
+        })
+    }
+
+    fn enable_stage_timing(&mut self) -> bool {
+        if self.ctx.has_timestamps() && self.stage_timing.is_none() {
+            self.stage_timing = Some(StageTiming::default());
+        }
+        self.stage_timing.is_some()
+    }
+
+    fn stage_timing(&self) -> Option<StageTiming> {
+        self.stage_timing
+    }
+
+    fn measure_peak(&self) -> Option<Result<DevicePeak, String>> {
+        Some(
+            crate::peak::measure(&self.ctx)
+                .map(|p| DevicePeak {
+                    gflops: p.gflops,
+                    gbytes_per_second: p.gbytes_per_second,
+                    timestamps: p.timestamps,
+                })
+                .map_err(gpu_err),
+        )
+    }
+
+    fn memory(&self) -> Option<EngineMemory> {
+        let scene = self.scene.as_ref()?;
+        let list = self.list.as_ref()?;
+        Some(self.memory_of(scene, list))
+    }
+
+    fn load(&mut self, state: &TrainState) -> Result<(), String> {
+        if let Some(why) = &self.unsupported {
+            return Err(why.clone());
+        }
+        let ctx = self.ctx.clone();
+        let g = &state.gaussians;
+        let n = g.len();
+        self.antialiased = g.antialiased;
+        let mut flat = state.gaussians.clone();
+        let params: Vec<wgpu::Buffer> = (0..GROUPS.len())
+            .map(|gi| ctx.storage_from(GROUPS[gi], splat_train::state::group_params(&mut flat, gi)))
+            .collect();
+        let m = state
+            .adam
+            .iter()
+            .map(|a| ctx.storage_from("adam m", &a.m))
+            .collect();
+        let v = state
+            .adam
+            .iter()
+            .map(|a| ctx.storage_from("adam v", &a.v))
+            .collect();
+        let mut adam_steps = [0u64; 6];
+        for (t, a) in adam_steps.iter_mut().zip(&state.adam) {
+            *t = a.step;
+        }
+        let old = self.scene.take();
+        let scene = self.build_scene(n, g.sh_degree, params, m, v, adam_steps, old)?;
+        for (b, s) in
+            scene
+                .stats
+                .iter()
+                .zip([&state.grad_accum, &state.grad_count, &state.max_radii])
+        {
+            if s.len() != n {
+                return Err(format!("{} statistics for {n} Gaussians", s.len()));
+            }
+            ctx.queue.write_buffer(b, 0, bytemuck::cast_slice(s));
+        }
+        self.template = None;
+        self.scene = Some(scene);
+        if self.list.is_none() {
+            // A first guess; an overflow grows it to what a step needs.
+            let most = (ctx.limits.max_storage_buffer_binding_size / 12) as u32;
+            let guess = list_size((n as u32).saturating_mul(2)).min(most);
+            self.template = None;
+            self.list = Some(self.make_list(self.initial_capacity.unwrap_or(guess).max(1)));
+        }
+        Ok(())
+    }
+
+    fn run_block(
+        &mut self,
+        constants: &BlockConstants,
+        steps: &[PlannedStep],
+        out: &mut Vec<StepOutcome>,
+    ) -> Result<(), String> {
+        if self.scene.is_none() {
+            return Err("no state loaded".into());
+        }
+        if let Some(s) = steps.iter().rev().skip(1).find(|s| s.densify) {
+            return Err(format!(
+                "step {} densifies but does not end its block",
+                s.step
+            ));
+        }
+        let mut at = 0;
+        while at < steps.len() {
+            let end = (at + SUBMIT_STEPS).min(steps.len());
+            let (done, halt) = self.submit(constants, &steps[at..end], out)?;
+            at += done;
+            match halt {
+                None => {
+                    // Every step sorts the whole list: shrink one much larger than the steps need.
+                    let capacity = self.capacity();
+                    if self.initial_capacity.is_none()
+                        && capacity > MIN_CAPACITY
+                        && self.most_needed < capacity / 3
+                    {
+                        let size = list_size(self.most_needed);
+                        self.template = None;
+                        self.list = Some(self.make_list(size));
+                        self.most_needed = 0;
+                    }
+                }
+                Some((HALT_OVERFLOW, needed)) => {
+                    let max = (self.ctx.limits.max_storage_buffer_binding_size / 12) as u32;
+                    if needed > max {
+                        return Err(format!(
+                            "step {} needs {needed} tile intersections, beyond this device's \
+                             {max} per binding",
+                            steps[at].step
+                        ));
+                    }
+                    self.template = None;
+                    self.list = Some(self.make_list(list_size(needed).min(max)));
+                    self.most_needed = 0;
+                }
+                Some((HALT_NOT_FINITE, _)) => {
+                    out.push(StepOutcome {
+                        step: steps[at].step,
+                        loss: f64::NAN,
+                        skipped: true,
+                        num_gaussians: self.scene.as_ref().map_or(0, |s| s.n),
+                        ..Default::default()
+                    });
+                    at += 1;
+                }
+                Some((why, _)) => return Err(format!("unknown halt reason {why}")),
+            }
+        }
+        // A densification ends the block (unless its step was skipped, as on the host).
+        if let (Some(last), Some(outcome)) = (steps.last(), out.last_mut()) {
+            if last.densify && outcome.step == last.step && !outcome.skipped {
+                outcome.densified = Some(self.densify(constants, last.step)?);
+                if last.reset_opacity {
+                    self.reset_now();
+                }
+                outcome.num_gaussians = self.scene.as_ref().map_or(0, |s| s.n);
+            }
+        }
+        Ok(())
+    }
+
+    fn store(&mut self, state: &mut TrainState) -> Result<(), String> {
+        let ctx = self.ctx.clone();
+        let scene = self.scene.as_ref().ok_or("no state loaded")?;
+        let n = scene.n;
+        resize_gaussians(&mut state.gaussians, n);
+        state.gaussians.antialiased = self.antialiased;
+        for gi in 0..GROUPS.len() {
+            let len = n * group_width(&state.gaussians, gi);
+            let values: Vec<f32> = ctx.read(&scene.params[gi], len).map_err(gpu_err)?;
+            splat_train::state::group_params(&mut state.gaussians, gi).copy_from_slice(&values);
+            if state.adam.len() <= gi {
+                state.adam.push(splat_train::adam::AdamState::zeros(0));
+            }
+            let adam = &mut state.adam[gi];
+            adam.m = ctx.read(&scene.m[gi], len).map_err(gpu_err)?;
+            adam.v = ctx.read(&scene.v[gi], len).map_err(gpu_err)?;
+            adam.step = scene.adam_steps[gi];
+        }
+        state.grad_accum = ctx.read(&scene.stats[0], n).map_err(gpu_err)?;
+        state.grad_count = ctx.read(&scene.stats[1], n).map_err(gpu_err)?;
+        state.max_radii = ctx.read(&scene.stats[2], n).map_err(gpu_err)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,460 @@
+//! Recording a resident step: the template (everything that is the same every step, with holes) and
+//! the holes' per-step work (the view's selection, the overflow check, the loss rows, and the tail:
+//! commit, statistics, opacity reset, Adam). Stage marks let `splat bench` time each stage.
+
+use super::*;
+
+impl GpuResident {
+    /// Records a step. With `only: None`, the parts that are the same for every step (the template,
+    /// made once per scene and list and replayed), with a hole ([`Recorder::hole`]) where step-specific
+    /// work goes; with `at: Some((s, step, adam_steps))` and `only: Some(hole)`, that hole's work for
+    /// step `s` of the submission.
+    pub(super) fn record_step(
+        &self,
+        enc: &mut dyn Recorder,
+        constants: &BlockConstants,
+        at: Option<(usize, &PlannedStep, &mut [u64; 6])>,
+        only: Option<u32>,
+    ) {
+        let (s, draw, degree) = at
+            .as_ref()
+            .map_or((0, 0, 0), |(s, step, _)| (*s, step.draw, step.sh_degree));
+        let ctx = &*self.ctx;
+        let images = self.images.as_ref().expect("views uploaded");
+        let scene = self.scene.as_ref().expect("state loaded");
+        let list = self.list.as_ref().expect("list made");
+        let grid = &images.grid;
+        let n = scene.n as u32;
+        let tiles = grid.num_tiles() as u32;
+        let pixels = grid.width * grid.height;
+        let stride_words = (uniform_stride(ctx) / 16) as u32;
+        let (project_chunks, backward_chunks) = scene.chunks();
+        let grad_stride = scene.grad_stride();
+        let coeffs = active_coeffs(degree, scene.stored_degree) as u32;
+        let p = BookParams {
+            a: [s as u32, list.capacity, n, images.views],
+            b: [
+                splat_train::random::seed_word(constants.config.seed),
+                0,
+                draw as u32,
+                tiles,
+            ],
+            c: [
+                (project_chunks + backward_chunks) as u32,
+                stride_words,
+                pixels,
+                grad_stride as u32,
+            ],
+            d: [3 * grid.height, coeffs, images.views_per_part, 0],
+        };
+        let book = |enc: &mut dyn Recorder,
+                    kernel: &Kernel,
+                    bindings: &[(u32, &wgpu::Buffer)],
+                    groups: u32| {
+            kernel.dispatch_bytes(ctx, enc, bytemuck::bytes_of(&p), bindings, groups)
+        };
+        let status = &self.status;
+
+        match only {
+            None => {
+                enc.stage(STAGE_PROJECT);
+                enc.hole(HOLE_SELECT);
+                self.record_after_select(enc, constants, p);
+            }
+            Some(HOLE_SELECT) => book(
+                enc,
+                &self.k.select,
+                &[
+                    (1, status),
+                    (2, &images.cameras),
+                    (3, &scene.block_counts),
+                    (4, &scene.staging),
+                ],
+                1,
+            ),
+            Some(HOLE_OVERFLOW) => {
+                book(enc, &self.k.overflow, &[(1, status), (8, &scene.counts)], 1)
+            }
+            Some(hole) => self.record_late_hole(enc, constants, at, hole, p),
+        }
+    }
+
+    /// The template from the select hole on (see [`Self::record_step`]).
+    fn record_after_select(
+        &self,
+        enc: &mut dyn Recorder,
+        constants: &BlockConstants,
+        p: BookParams,
+    ) {
+        let ctx = &*self.ctx;
+        let images = self.images.as_ref().expect("views uploaded");
+        let scene = self.scene.as_ref().expect("state loaded");
+        let list = self.list.as_ref().expect("list made");
+        let loss = self.loss_bufs.as_ref().expect("views uploaded");
+        let grid = &images.grid;
+        let n = scene.n as u32;
+        let tiles = grid.num_tiles() as u32;
+        let pixels = grid.width * grid.height;
+        let (project_chunks, backward_chunks) = scene.chunks();
+        let grad_stride = scene.grad_stride();
+        let status = &self.status;
+        let book = |enc: &mut dyn Recorder,
+                    kernel: &Kernel,
+                    bindings: &[(u32, &wgpu::Buffer)],
+                    groups: u32| {
+            kernel.dispatch_bytes(ctx, enc, bytemuck::bytes_of(&p), bindings, groups)
+        };
+        // The view's camera blocks (written by the select hole) into the uniforms, its target image.
+        let stride = uniform_stride(ctx) as u64;
+        let project_bytes = project_chunks as u64 * stride;
+        enc.copy(&scene.staging, 0, &scene.project_uniform, 0, project_bytes);
+        enc.copy(
+            &scene.staging,
+            project_bytes,
+            &scene.backward_uniform,
+            0,
+            backward_chunks as u64 * stride,
+        );
+        book(
+            enc,
+            &self.k.unpack,
+            &[
+                (1, status),
+                (5, &images.packed[0]),
+                (6, &images.lut),
+                (7, &self.target),
+                (13, &images.packed[1]),
+                (14, &images.packed[2]),
+                (15, &images.packed[3]),
+            ],
+            groups_for(pixels),
+        );
+
+        // Project.
+        let pr = &scene.projected;
+        let mut bindings: Vec<(u32, &wgpu::Buffer, usize)> = vec![
+            (1, &scene.params[0], 3),
+            (2, &scene.params[4], 3),
+            (3, &scene.params[5], 4),
+            (4, &scene.params[3], 1),
+            (5, &scene.params[1], 3),
+            (6, &scene.params[2], scene.rest),
+        ];
+        bindings.extend(
+            pr.iter()
+                .enumerate()
+                .map(|(k, b)| (7 + k as u32, b, OUTPUT_WORDS[k])),
+        );
+        record_chunked_with(
+            ctx,
+            enc,
+            &self.project.pipeline,
+            &self.project.layout,
+            scene.n,
+            scene.project_chunk,
+            &scene.project_uniform,
+            &bindings,
+        );
+        let (means2d, conics, depths, radii, rects, opacities, colors, clamped) = (
+            &pr[0], &pr[1], &pr[2], &pr[3], &pr[4], &pr[5], &pr[6], &pr[7],
+        );
+
+        // Bin into the capacity-sized list.
+        enc.stage(STAGE_BIN);
+        enc.clear(&scene.counts);
+        self.bin.count.dispatch(
+            ctx,
+            enc,
+            [n, grid.tiles_x, 0, 0],
+            &[(1, radii), (2, rects), (4, &scene.counts)],
+            groups_for(n),
+        );
+        self.scan
+            .record_planned(ctx, enc, &scene.counts, &scene.count_scan, n + 1);
+        enc.hole(HOLE_OVERFLOW);
+        let a = &list.a;
+        book(
+            enc,
+            &self.k.padding,
+            &[(9, &a[0]), (10, &a[1])],
+            groups_for(list.capacity),
+        );
+        self.bin.emit.dispatch(
+            ctx,
+            enc,
+            [n, grid.tiles_x, 0, list.capacity],
+            &[
+                (1, radii),
+                (2, rects),
+                (3, depths),
+                (4, &scene.counts),
+                (5, &a[0]),
+                (6, &a[1]),
+                (7, &a[2]),
+            ],
+            groups_for(n),
+        );
+        let c = list.capacity;
+        // Padding keys hold tile `tiles`: one more tile value to sort.
+        let in_b = self.bin.sort.record(
+            ctx,
+            enc,
+            &list.sort,
+            c,
+            sort_key_bits(tiles),
+            &list.a,
+            &list.b,
+        );
+        let a = if in_b { &list.b } else { &list.a };
+        enc.clear(&self.ranges);
+        self.bin.ranges.dispatch(
+            ctx,
+            enc,
+            [c, tiles, 0, 0],
+            &[(1, &a[0]), (2, &self.ranges)],
+            groups_for(c),
+        );
+
+        // Rasterize and the loss.
+        // The SH degree is the projection's business; rasterizing reads the background and cut-offs.
+        let mut settings = RenderSettings::new(0);
+        settings.background = constants.background;
+        let inputs = RasterInputs {
+            ranges: &self.ranges,
+            ids: &a[2],
+            means2d,
+            conics,
+            opacities,
+            colors,
+        };
+        enc.stage(STAGE_RASTER_FWD);
+        let mut fwd = inputs.bindings().to_vec();
+        fwd.extend([(7, &self.image), (8, &self.final_t), (9, &self.n_contrib)]);
+        record_pass(
+            ctx,
+            enc,
+            &self.raster.forward,
+            bytemuck::bytes_of(&raster_params(grid, &settings, 0)),
+            &fwd,
+            (grid.tiles_x, grid.tiles_y, 1),
+        );
+        enc.stage(STAGE_LOSS);
+        self.loss.record(
+            ctx,
+            enc,
+            &self.image,
+            &self.target,
+            loss,
+            constants.config.lambda_dssim,
+        );
+        enc.hole(HOLE_METRICS);
+
+        // Backward.
+        enc.stage(STAGE_RASTER_BWD);
+        let mut tiles_b = inputs.bindings().to_vec();
+        tiles_b.extend([(7, &self.final_t), (8, &self.n_contrib), (9, &loss.grad)]);
+        let rp = raster_params(grid, &settings, n);
+        if self.raster.sums == BackwardSums::Atomic {
+            enc.clear(&scene.projected_grads);
+            tiles_b.push((16, &scene.projected_grads));
+            record_pass(
+                ctx,
+                enc,
+                self.raster.backward_atomic(),
+                bytemuck::bytes_of(&rp),
+                &tiles_b,
+                (grid.tiles_x, grid.tiles_y, 1),
+            );
+        } else {
+            for r in &list.records {
+                enc.clear(r);
+            }
+            tiles_b.extend([
+                (10, &list.records[0]),
+                (16, &list.records[1]),
+                (17, &list.records[2]),
+            ]);
+            record_pass(
+                ctx,
+                enc,
+                &self.raster.backward_tiles,
+                bytemuck::bytes_of(&rp),
+                &tiles_b,
+                (grid.tiles_x, grid.tiles_y, 1),
+            );
+            let (x, y) = ctx.dispatch_size(groups_for(n));
+            record_pass(
+                ctx,
+                enc,
+                &self.raster.backward_gather,
+                bytemuck::bytes_of(&rp),
+                &[
+                    (1, &self.ranges),
+                    (2, &a[2]),
+                    (10, &list.records[0]),
+                    (16, &list.records[1]),
+                    (17, &list.records[2]),
+                    (11, radii),
+                    (12, rects),
+                    (13, depths),
+                    (14, &a[1]),
+                    (15, &scene.projected_grads),
+                ],
+                (x, y, 1),
+            );
+        }
+        enc.stage(STAGE_PROJECT_BWD);
+        let bwd = [
+            (1, &scene.params[0], 3),
+            (2, &scene.params[4], 3),
+            (3, &scene.params[5], 4),
+            (4, &scene.params[1], 3),
+            (5, &scene.params[2], scene.rest),
+            (6, radii, 1),
+            (7, conics, 3),
+            (8, opacities, 1),
+            (9, clamped, 1),
+            (10, &scene.projected_grads, 9),
+            (11, &scene.packed_grads, grad_stride),
+        ];
+        record_chunked_with(
+            ctx,
+            enc,
+            &self.project_bwd.pipeline,
+            &self.project_bwd.pipeline.get_bind_group_layout(0),
+            scene.n,
+            scene.backward_chunk,
+            &scene.backward_uniform,
+            &bwd,
+        );
+
+        // Finite or halt; then what changes the state.
+        // In chunks of Gaussians whose packed gradients fit a binding; the first also checks the loss.
+        for first in (0..scene.n).step_by(scene.backward_chunk) {
+            let len = scene.backward_chunk.min(scene.n - first);
+            let mut q = p;
+            q.a[2] = len as u32;
+            q.d[0] = if first == 0 { 3 * grid.height } else { 0 };
+            let (x, y) = ctx.dispatch_size(groups_for(len as u32));
+            record_pass_with(
+                ctx,
+                enc,
+                self.k.check.pipeline(),
+                bytemuck::bytes_of(&q),
+                vec![
+                    (1, status.as_entire_binding()),
+                    (
+                        11,
+                        wgpu::BindingResource::Buffer(chunk_binding(
+                            &scene.packed_grads,
+                            first,
+                            len,
+                            grad_stride,
+                        )),
+                    ),
+                    (12, loss.sums.as_entire_binding()),
+                ],
+                (x, y, 1),
+            );
+        }
+        enc.hole(HOLE_TAIL);
+    }
+
+    /// The metrics and tail holes of step `s` (see [`Self::record_step`]): its loss rows into the block's
+    /// metrics; the finite check's commit, statistics, opacity reset and Adam.
+    fn record_late_hole(
+        &self,
+        enc: &mut dyn Recorder,
+        constants: &BlockConstants,
+        at: Option<(usize, &PlannedStep, &mut [u64; 6])>,
+        hole: u32,
+        p: BookParams,
+    ) {
+        let ctx = &*self.ctx;
+        let (s, step, adam_steps) = at.expect("a step");
+        let images = self.images.as_ref().expect("views uploaded");
+        let scene = self.scene.as_ref().expect("state loaded");
+        let loss = self.loss_bufs.as_ref().expect("views uploaded");
+        let grid = &images.grid;
+        let n = scene.n as u32;
+        let grad_stride = scene.grad_stride();
+        let status = &self.status;
+        if hole == HOLE_METRICS {
+            let row_bytes = 3 * grid.height as u64 * 4;
+            enc.copy(
+                &loss.sums,
+                0,
+                &self.metrics,
+                s as u64 * row_bytes,
+                row_bytes,
+            );
+            return;
+        }
+        assert_eq!(hole, HOLE_TAIL, "hole {hole}");
+        enc.stage(STAGE_DENSIFY);
+        self.k
+            .commit
+            .dispatch_bytes(ctx, enc, bytemuck::bytes_of(&p), &[(1, status)], 1);
+        let radii = &scene.projected[3];
+        if step.stats {
+            let sp = StatsParams {
+                n: [n, 0, 0, 0],
+                half: [0.5 * grid.width as f32, 0.5 * grid.height as f32, 0.0, 0.0],
+            };
+            let (x, y) = ctx.dispatch_size(groups_for(n));
+            record_pass(
+                ctx,
+                enc,
+                &self.stats.pipeline,
+                bytemuck::bytes_of(&sp),
+                &[
+                    (1, radii),
+                    (2, &scene.projected_grads),
+                    (3, &scene.stats[0]),
+                    (4, &scene.stats[1]),
+                    (5, &scene.stats[2]),
+                    (6, status),
+                ],
+                (x, y, 1),
+            );
+        }
+        enc.stage(STAGE_ADAM);
+        // A densifying step resets after its edit (`run_block`).
+        if step.reset_opacity && !step.densify {
+            self.record_reset(enc, scene);
+        }
+        if let Some(position_lr) = step.position_lr {
+            let lrs = constants.lrs(position_lr);
+            for (g, t) in adam_steps.iter_mut().enumerate() {
+                if !adam_applies(step, g) {
+                    continue;
+                }
+                *t += 1;
+                let width = [3, 3, scene.rest, 1, 3, 4][g];
+                if width == 0 {
+                    continue;
+                }
+                GpuAdam::record_packed(
+                    ctx,
+                    enc,
+                    &self.k.adam_packed,
+                    &crate::adam::PackedGroup {
+                        values: &scene.params[g],
+                        m: &scene.m[g],
+                        v: &scene.v[g],
+                        packed: &scene.packed_grads,
+                        status,
+                        width,
+                        stride: grad_stride,
+                        offset: packed_offset(g),
+                    },
+                    scene.n,
+                    lrs[g],
+                    constants.config.adam_betas(),
+                    splat_train::adam::EPS,
+                    *t,
+                );
+            }
+        }
+    }
+}

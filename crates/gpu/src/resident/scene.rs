@@ -1,0 +1,175 @@
+//! The device buffers of a scene (parameters, moments, per-Gaussian work buffers with room to grow) and
+//! of the intersection list, and what they weigh.
+
+use super::*;
+
+impl GpuResident {
+    /// The scene for `n` Gaussians of `degree` with these parameters and moments (in [`GROUPS`] order),
+    /// zero statistics, and the work buffers of `old` when they hold `n` (else new ones with room to
+    /// grow).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn build_scene(
+        &self,
+        n: usize,
+        degree: usize,
+        params: Vec<wgpu::Buffer>,
+        m: Vec<wgpu::Buffer>,
+        v: Vec<wgpu::Buffer>,
+        adam_steps: [u64; 6],
+        old: Option<Scene>,
+    ) -> Result<Scene, String> {
+        let ctx = &*self.ctx;
+        if n == 0 {
+            return Err("no Gaussians to train".into());
+        }
+        let rest = 3 * ((degree + 1) * (degree + 1) - 1);
+        let grad_stride = 14 + rest;
+        // The widest whole-bound per-Gaussian buffer: the projected gradients, 36 bytes.
+        let most = (ctx.limits.max_storage_buffer_binding_size / 36) as usize;
+        if n > most {
+            return Err(format!(
+                "{n} Gaussians exceed the resident path's per-binding limit ({} bytes)",
+                ctx.limits.max_storage_buffer_binding_size
+            ));
+        }
+        type Work = (
+            usize,
+            Vec<wgpu::Buffer>,
+            wgpu::Buffer,
+            ScanPlan,
+            wgpu::Buffer,
+            wgpu::Buffer,
+            [wgpu::Buffer; 3],
+        );
+        let reused: Option<Work> = old.filter(|o| o.capacity >= n && o.rest == rest).map(|o| {
+            (
+                o.capacity,
+                o.projected,
+                o.counts,
+                o.count_scan,
+                o.projected_grads,
+                o.packed_grads,
+                o.stats,
+            )
+        });
+        let (capacity, projected, counts, count_scan, projected_grads, packed_grads, stats) =
+            match reused {
+                Some(w) => w,
+                None => {
+                    let cap = (n + n / 2).min(most);
+                    (
+                        cap,
+                        OUTPUT_WORDS
+                            .iter()
+                            .map(|&w| ctx.storage("projected", (cap * w * 4) as u64))
+                            .collect(),
+                        ctx.storage("tile counts", (cap as u64 + 1) * 4),
+                        ScanPlan::new(ctx, cap as u32 + 1),
+                        ctx.storage("projected grads", (cap * 9 * 4) as u64),
+                        ctx.storage("parameter grads", (cap * grad_stride * 4) as u64),
+                        [0, 1, 2].map(|_| ctx.storage("densification statistics", cap as u64 * 4)),
+                    )
+                }
+            };
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("statistics"),
+            });
+        for b in &stats {
+            enc.clear_buffer(b, 0, None);
+        }
+        ctx.submit(enc);
+        let project_chunk = GpuProject::chunk_len(ctx, rest);
+        let backward_chunk = chunk_len_for(ctx, grad_stride);
+        let (pc, bc) = (n.div_ceil(project_chunk), n.div_ceil(backward_chunk));
+        let stride = uniform_stride(ctx);
+        let uniform = |label, chunks: usize| {
+            ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: (chunks * stride) as u64,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        };
+        let flags = self.antialiased as u32;
+        let counts_of = |chunk: usize, chunks: usize| {
+            (0..chunks).map(move |c| [chunk.min(n - c * chunk) as u32, 0, rest as u32, flags])
+        };
+        let block_counts: Vec<[u32; 4]> = counts_of(project_chunk, pc)
+            .chain(counts_of(backward_chunk, bc))
+            .collect();
+        Ok(Scene {
+            n,
+            capacity,
+            rest,
+            stored_degree: degree,
+            params,
+            m,
+            v,
+            adam_steps,
+            projected,
+            counts,
+            count_scan,
+            projected_grads,
+            packed_grads,
+            stats,
+            project_chunk,
+            backward_chunk,
+            project_uniform: uniform("project camera", pc),
+            backward_uniform: uniform("backward camera", bc),
+            staging: ctx.storage("camera blocks", ((pc + bc) * stride) as u64),
+            block_counts: ctx.storage_from("block counts", &block_counts),
+        })
+    }
+
+    /// The device memory of `scene` and `list` and of the rest (images, per-pixel buffers).
+    pub(super) fn memory_of(&self, scene: &Scene, list: &List) -> EngineMemory {
+        let sum = |bs: &[&wgpu::Buffer]| bs.iter().map(|b| b.size()).sum::<u64>();
+        let mut gaussian: Vec<&wgpu::Buffer> = Vec::new();
+        gaussian.extend(scene.params.iter().chain(&scene.m).chain(&scene.v));
+        gaussian.extend(scene.projected.iter().chain(&scene.stats));
+        gaussian.extend([&scene.counts, &scene.projected_grads, &scene.packed_grads]);
+        let mut entries: Vec<&wgpu::Buffer> = list.a.iter().chain(&list.b).collect();
+        entries.extend(&list.records);
+        let mut other: Vec<&wgpu::Buffer> = vec![
+            &self.target,
+            &self.image,
+            &self.final_t,
+            &self.n_contrib,
+            &self.ranges,
+            &self.metrics,
+        ];
+        if let Some(images) = &self.images {
+            other.extend(&images.packed);
+        }
+        EngineMemory {
+            gaussians: scene.n,
+            gaussian_bytes: sum(&gaussian) + scene.count_scan.bytes(),
+            list_entries: list.capacity as u64,
+            list_bytes: sum(&entries) + list.sort.bytes(),
+            other_bytes: sum(&other),
+        }
+    }
+
+    pub(super) fn make_list(&self, capacity: u32) -> List {
+        let ctx = &self.ctx;
+        let c = capacity as u64;
+        let make = |label| ctx.storage(label, c * 4);
+        List {
+            capacity,
+            a: [make("key tile"), make("key depth"), make("ids")],
+            b: [make("key tile"), make("key depth"), make("ids")],
+            sort: SortPlan::new(ctx, capacity),
+            // Atomic sums need no records.
+            records: [0, 1, 2].map(|_| {
+                let bytes = if self.raster.sums == BackwardSums::Records {
+                    c * 12
+                } else {
+                    16
+                };
+                ctx.storage("intersection records", bytes)
+            }),
+        }
+    }
+}
