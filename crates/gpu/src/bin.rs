@@ -117,10 +117,16 @@ impl GpuBin {
         );
         if total > 0 {
             let plan = SortPlan::new(ctx, total);
-            if self
-                .sort
-                .record(ctx, &mut enc, &plan, total, 32 + bits_for(tiles), &a, &b)
-            {
+            if self.sort.record(
+                ctx,
+                &mut enc,
+                &plan,
+                total,
+                32 + bits_for(tiles),
+                &a,
+                &b,
+                None,
+            ) {
                 std::mem::swap(&mut a, &mut b);
             }
         }

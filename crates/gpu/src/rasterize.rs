@@ -20,6 +20,8 @@ pub struct GpuRasterize {
     pub(crate) forward: wgpu::ComputePipeline,
     pub(crate) backward_tiles: wgpu::ComputePipeline,
     pub(crate) backward_gather: wgpu::ComputePipeline,
+    /// The gather through the sort's inverse (the resident trainer's).
+    pub(crate) backward_gather_indexed: wgpu::ComputePipeline,
     backward_atomic: wgpu::ComputePipeline,
     /// The records pass with absolute per-pixel 2D-mean gradients (`RenderSettings::absgrad`).
     backward_abs_tiles: wgpu::ComputePipeline,
@@ -146,6 +148,11 @@ impl GpuRasterize {
             forward: pipeline(&fwd, "rasterize forward", "main"),
             backward_tiles: pipeline(&bwd, "rasterize backward (tiles)", "tiles"),
             backward_gather: pipeline(&bwd, "rasterize backward (gather)", "gather"),
+            backward_gather_indexed: pipeline(
+                &bwd,
+                "rasterize backward (indexed gather)",
+                "gather_indexed",
+            ),
             backward_atomic: pipeline(&atomic, "rasterize backward (atomic)", "tiles"),
             backward_abs_tiles: pipeline(&abs, "rasterize backward abs (tiles)", "tiles"),
             backward_abs_gather: pipeline(&abs, "rasterize backward abs (gather)", "gather"),

@@ -6,7 +6,8 @@
 //!
 //! The order is the reference's exactly: ascending key, ties in input order (every count is an integer
 //! sum, so no device or workgroup size changes it). The plain twin is a stable sort on the host
-//! (`tests/sort_parity.rs`).
+//! (`tests/sort_parity.rs`). A sort *with an inverse* ([`Inverse`]) also writes where each input entry
+//! went, in its last pass: the resident rasterize backward finds a Gaussian's entries through it.
 
 use crate::context::GpuContext;
 use crate::kernel::{Kernel, Recorder};
@@ -22,6 +23,16 @@ pub struct GpuSort {
     histogram: Kernel,
     scatter: Kernel,
     scan: GpuScan,
+    /// Bound at `emitted` and `inverse` by a sort without an inverse (two: one is read, one written).
+    placeholders: [wgpu::Buffer; 2],
+}
+
+/// Where a sort with an inverse reads the emitted payloads and writes each input's sorted position.
+pub struct Inverse<'a> {
+    /// The payload of each input entry (read in the last pass; the payload plane of `a` is not read).
+    pub emitted: &'a wgpu::Buffer,
+    /// Written: `inverse[input index] = sorted position`.
+    pub inverse: &'a wgpu::Buffer,
 }
 
 /// The buffers of sorts of up to `capacity` entries, made once and reused.
@@ -65,11 +76,12 @@ pub fn passes(key_bits: u32) -> u32 {
 /// The global-memory bytes a sort of `n` entries and `key_bits` bits reads and writes: per pass the
 /// histogram reads one key word per entry and writes its digit counts; the scan reads and writes the
 /// counts (about twice, with its upper levels); the scatter reads the offsets, one key word for the digit
-/// and the three words it moves, and writes those three.
-pub fn bytes(n: u32, key_bits: u32) -> u64 {
+/// and the three words it moves, and writes those three. With an inverse the last pass also reads the
+/// emitted payload and writes the position (8 bytes an entry).
+pub fn bytes(n: u32, key_bits: u32, inverse: bool) -> u64 {
     let (n, e) = (n as u64, digit_entries(n) as u64);
     let per_pass = 4 * n + 4 * e + 2 * 8 * e + 4 * e + 4 * n + 12 * n + 12 * n;
-    passes(key_bits) as u64 * per_pass
+    passes(key_bits) as u64 * per_pass + if inverse { 8 * n } else { 0 }
 }
 
 impl GpuSort {
@@ -79,12 +91,15 @@ impl GpuSort {
             histogram: Kernel::new(ctx, &m, "radix histogram", "histogram"),
             scatter: Kernel::new(ctx, &m, "radix scatter", "scatter"),
             scan: GpuScan::new(ctx),
+            placeholders: [ctx.storage("no emitted", 16), ctx.storage("no inverse", 16)],
         }
     }
 
     /// Records the stable sort of the first `n` entries of `a` (key high, key low, payload) by their
     /// lowest `key_bits` bits (1 to 64; bits 32 and up are the high word's), ping-ponging with `b`.
-    /// Returns true when the sorted entries end in `b` (an odd number of passes), false for `a`.
+    /// Returns true when the sorted entries end in `b` (an odd number of passes), false for `a`. With
+    /// `inverse`, the payloads come from `inverse.emitted` and each input's position is written (see
+    /// [`Inverse`]).
     #[allow(clippy::too_many_arguments)]
     pub fn record(
         &self,
@@ -95,6 +110,7 @@ impl GpuSort {
         key_bits: u32,
         a: &[wgpu::Buffer; 3],
         b: &[wgpu::Buffer; 3],
+        inverse: Option<&Inverse<'_>>,
     ) -> bool {
         assert!(
             n <= plan.capacity,
@@ -104,11 +120,26 @@ impl GpuSort {
         assert!((1..=64).contains(&key_bits), "{key_bits} key bits");
         let (mut src, mut dst) = (a, b);
         let blocks = blocks(n);
-        for pass in 0..passes(key_bits) {
+        let [no_emitted, no_inverse] = &self.placeholders;
+        let (emitted, written) =
+            inverse.map_or((no_emitted, no_inverse), |i| (i.emitted, i.inverse));
+        let last = passes(key_bits) - 1;
+        for pass in 0..=last {
             let shift = pass * RADIX_BITS;
             let bits = RADIX_BITS.min(key_bits - shift);
-            let params = [n, shift, bits, blocks];
-            self.histogram.dispatch(
+            let with_inverse = inverse.is_some() as u32;
+            let params = [
+                n,
+                shift,
+                bits,
+                blocks,
+                with_inverse * (pass == 0) as u32,
+                with_inverse * (pass == last) as u32,
+                0,
+                0,
+            ];
+            let params: &[u8] = bytemuck::cast_slice(&params);
+            self.histogram.dispatch_bytes(
                 ctx,
                 enc,
                 params,
@@ -117,7 +148,7 @@ impl GpuSort {
             );
             self.scan
                 .record_planned(ctx, enc, &plan.offsets, &plan.scan, RADIX * blocks);
-            self.scatter.dispatch(
+            self.scatter.dispatch_bytes(
                 ctx,
                 enc,
                 params,
@@ -129,6 +160,8 @@ impl GpuSort {
                     (5, &dst[0]),
                     (6, &dst[1]),
                     (7, &dst[2]),
+                    (8, emitted),
+                    (9, written),
                 ],
                 blocks,
             );
@@ -137,8 +170,8 @@ impl GpuSort {
         passes(key_bits) % 2 == 1
     }
 
-    /// Sorts `(hi, lo, payload)` entries on the device and reads them back (for tests and the per-stage
-    /// interface's callers).
+    /// Sorts `(hi, lo, payload)` entries on the device and reads them back (for tests): the sorted
+    /// planes, and with `inverse` (the payloads then taken from the emitted plane) each input's position.
     pub fn sort(
         &self,
         ctx: &GpuContext,
@@ -146,28 +179,46 @@ impl GpuSort {
         lo: &[u32],
         payload: &[u32],
         key_bits: u32,
-    ) -> Result<[Vec<u32>; 3], crate::GpuError> {
+        inverse: bool,
+    ) -> Result<[Vec<u32>; 4], crate::GpuError> {
         let n = payload.len();
         assert!(hi.len() == n && lo.len() == n, "planes of one length");
+        let emitted = ctx.storage_from("emitted", payload);
         let a = [
             ctx.storage_from("key hi", hi),
             ctx.storage_from("key lo", lo),
-            ctx.storage_from("payload", payload),
+            // With an inverse the payload plane must not be read: poison it.
+            if inverse {
+                ctx.storage_from("payload", &vec![u32::MAX; n])
+            } else {
+                ctx.storage_from("payload", payload)
+            },
         ];
         let b = [0, 1, 2].map(|_| ctx.storage("sorted", n as u64 * 4));
+        let positions = ctx.storage_from("inverse", &vec![u32::MAX; n]);
         let plan = SortPlan::new(ctx, n as u32);
         let mut enc = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("sort"),
             });
-        let in_b = self.record(ctx, &mut enc, &plan, n as u32, key_bits, &a, &b);
+        let inv = Inverse {
+            emitted: &emitted,
+            inverse: &positions,
+        };
+        let with = inverse.then_some(&inv);
+        let in_b = self.record(ctx, &mut enc, &plan, n as u32, key_bits, &a, &b, with);
         ctx.submit(enc);
         let out = if in_b { &b } else { &a };
         Ok([
             ctx.read(&out[0], n)?,
             ctx.read(&out[1], n)?,
             ctx.read(&out[2], n)?,
+            if inverse {
+                ctx.read(&positions, n)?
+            } else {
+                Vec::new()
+            },
         ])
     }
 }

@@ -183,10 +183,11 @@ fn block_matches_host_steps(antialiased: bool, sums: BackwardSums) {
     assert_eq!(b.state.step, 45);
     assert!(b.block_done());
     let memory = b.resident_memory().expect("the engine reports its memory");
-    // Keys and ids twice (24 bytes an entry), and 36 more for the records of the deterministic sums.
+    // Keys and ids twice (24 bytes an entry), and 44 more for the deterministic sums (records, the
+    // emitted ids and the sort's inverse).
     let per_entry = memory.list_bytes as f64 / memory.list_entries as f64;
     match sums {
-        BackwardSums::Records => assert!(per_entry > 60.0, "{per_entry}"),
+        BackwardSums::Records => assert!(per_entry > 68.0, "{per_entry}"),
         BackwardSums::Atomic => assert!(per_entry < 30.0, "{per_entry}"),
     }
     assert_eq!(a.state.active_sh_degree, 2);

@@ -50,7 +50,9 @@ fn check(ctx: &GpuContext, sort: &GpuSort, seed: u64, n: usize, bits: u32, disti
     let mut order = payload.clone();
     // The plain twin: a stable sort by the masked key (ties keep input order).
     order.sort_by_key(|&i| masked(hi[i as usize], lo[i as usize], bits));
-    let [gh, gl, gp] = sort.sort(ctx, &hi, &lo, &payload, bits).expect("GPU sort");
+    let [gh, gl, gp, _] = sort
+        .sort(ctx, &hi, &lo, &payload, bits, false)
+        .expect("GPU sort");
     let what = format!("n {n}, {bits} bits, {distinct} distinct keys");
     assert_eq!(gp, order, "payload order, {what}");
     let want_hi: Vec<u32> = order.iter().map(|&i| hi[i as usize]).collect();
@@ -115,8 +117,9 @@ fn sort_cost_counts_eight_bit_passes() {
     assert_eq!(passes(42), 6);
     assert_eq!(passes(64), 8);
     // Bytes grow with the entries and the passes.
-    assert!(bytes(2048, 42) > bytes(1024, 42));
-    assert_eq!(bytes(1024, 42), 6 * bytes(1024, 8));
+    assert!(bytes(2048, 42, false) > bytes(1024, 42, false));
+    assert_eq!(bytes(1024, 42, false), 6 * bytes(1024, 8, false));
+    assert_eq!(bytes(1024, 42, true), bytes(1024, 42, false) + 8 * 1024);
 }
 
 #[test]
@@ -127,7 +130,8 @@ fn sort_counts_its_dispatches_submissions_and_readbacks() {
     let (hi, lo) = keys(9, n, 50);
     let payload: Vec<u32> = (0..n as u32).collect();
     let before = ctx.counters.snapshot();
-    sort.sort(&ctx, &hi, &lo, &payload, 42).expect("GPU sort");
+    sort.sort(&ctx, &hi, &lo, &payload, 42, false)
+        .expect("GPU sort");
     let c = ctx.counters.snapshot().since(&before);
     // 3 blocks: 768 digit counts, scanned in 3 blocks of 256 and their one block of totals (two scan
     // dispatches and one to add the offsets); with the histogram and the scatter, 5 a pass, 6 passes.
@@ -136,4 +140,32 @@ fn sort_counts_its_dispatches_submissions_and_readbacks() {
     assert_eq!(c.submissions, 4);
     assert_eq!(c.readbacks, 3);
     assert_eq!(c.readback_bytes, 3 * 4 * n as u64);
+}
+
+/// With an inverse: the sorted payloads are the emitted ones in the stable order, and each input's
+/// position is written (one pass, an even and an odd number of passes).
+#[test]
+fn sort_with_an_inverse_places_and_reports_every_entry() {
+    let Some(ctx) = context(|_| {}) else { return };
+    let sort = GpuSort::new(&ctx);
+    for (k, bits) in [8u32, 42, 33].into_iter().enumerate() {
+        let n = 2 * BLOCK as usize + 77;
+        let (hi, lo) = keys(20 + k as u64, n, 300);
+        // Emitted payloads unlike the input indices (Gaussian ids in the bin stage).
+        let emitted: Vec<u32> = (0..n as u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order.sort_by_key(|&i| masked(hi[i as usize], lo[i as usize], bits));
+        let [gh, _, gp, inverse] = sort
+            .sort(&ctx, &hi, &lo, &emitted, bits, true)
+            .expect("GPU sort");
+        let want: Vec<u32> = order.iter().map(|&i| emitted[i as usize]).collect();
+        assert_eq!(gp, want, "{bits} bits: payloads");
+        let want_hi: Vec<u32> = order.iter().map(|&i| hi[i as usize]).collect();
+        assert_eq!(gh, want_hi, "{bits} bits: keys");
+        for (position, &input) in order.iter().enumerate() {
+            assert_eq!(inverse[input as usize], position as u32, "{bits} bits");
+        }
+    }
 }

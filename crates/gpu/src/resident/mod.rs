@@ -58,7 +58,7 @@ use crate::project::{
 };
 use crate::rasterize::{raster_params, BackwardSums, RasterInputs};
 use crate::scan::{GpuScan, ScanPlan};
-use crate::sort::SortPlan;
+use crate::sort::{Inverse, SortPlan};
 use crate::timing::PassTimer;
 use crate::{
     GpuAdam, GpuBin, GpuDensifyStats, GpuLoss, GpuProject, GpuProjectBackward, GpuRasterize,
@@ -163,6 +163,9 @@ struct List {
     a: [wgpu::Buffer; 3],
     b: [wgpu::Buffer; 3],
     sort: SortPlan,
+    /// The Gaussian id of each emitted entry, and where the sort put it (`sort::Inverse`).
+    emitted: wgpu::Buffer,
+    inverse: wgpu::Buffer,
     /// The rasterize backward's 9 values per entry, three planes of 3.
     records: [wgpu::Buffer; 3],
 }
@@ -487,7 +490,8 @@ impl GpuResident {
         );
         let capacity = self.capacity();
         self.sort_passes += steps.len() as u64 * crate::sort::passes(bits) as u64;
-        self.sort_bytes += steps.len() as u64 * crate::sort::bytes(capacity, bits);
+        self.sort_bytes += steps.len() as u64
+            * crate::sort::bytes(capacity, bits, self.raster.sums == BackwardSums::Records);
         ctx.submit_buffer(cb);
         // The read-backs: the status and the block's loss row sums.
         let status: Vec<u32> = ctx.read(&self.status, STATUS_WORDS).map_err(gpu_err)?;

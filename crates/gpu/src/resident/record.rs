@@ -173,6 +173,7 @@ impl GpuResident {
             .record_planned(ctx, enc, &scene.counts, &scene.count_scan, n + 1);
         enc.hole(HOLE_OVERFLOW);
         let a = &list.a;
+        let atomic = self.raster.sums == BackwardSums::Atomic;
         book(
             enc,
             &self.k.padding,
@@ -190,12 +191,17 @@ impl GpuResident {
                 (4, &scene.counts),
                 (5, &a[0]),
                 (6, &a[1]),
-                (7, &a[2]),
+                (7, if atomic { &a[2] } else { &list.emitted }),
             ],
             groups_for(n),
         );
         let c = list.capacity;
-        // Padding keys hold tile `tiles`: one more tile value to sort.
+        // Padding keys hold tile `tiles`: one more tile value to sort. For the records' gather the sort
+        // also writes where each emitted entry went.
+        let inverse = Inverse {
+            emitted: &list.emitted,
+            inverse: &list.inverse,
+        };
         let in_b = self.bin.sort.record(
             ctx,
             enc,
@@ -204,6 +210,7 @@ impl GpuResident {
             sort_key_bits(tiles),
             &list.a,
             &list.b,
+            (!atomic).then_some(&inverse),
         );
         let a = if in_b { &list.b } else { &list.a };
         enc.clear(&self.ranges);
@@ -254,7 +261,7 @@ impl GpuResident {
         let mut tiles_b = inputs.bindings().to_vec();
         tiles_b.extend([(7, &self.final_t), (8, &self.n_contrib), (9, &loss.grad)]);
         let rp = raster_params(grid, &settings, n);
-        if self.raster.sums == BackwardSums::Atomic {
+        if atomic {
             enc.clear(&scene.projected_grads);
             tiles_b.push((16, &scene.projected_grads));
             record_pass(
@@ -283,22 +290,20 @@ impl GpuResident {
                 (grid.tiles_x, grid.tiles_y, 1),
             );
             let (x, y) = ctx.dispatch_size(groups_for(n));
+            // Each Gaussian's records in emission (tile) order, found through the sort's inverse.
             record_pass(
                 ctx,
                 enc,
-                &self.raster.backward_gather,
+                &self.raster.backward_gather_indexed,
                 bytemuck::bytes_of(&rp),
                 &[
-                    (1, &self.ranges),
-                    (2, &a[2]),
                     (10, &list.records[0]),
                     (16, &list.records[1]),
                     (17, &list.records[2]),
                     (11, radii),
-                    (12, rects),
-                    (13, depths),
-                    (14, &a[1]),
                     (15, &scene.projected_grads),
+                    (18, &scene.counts),
+                    (19, &list.inverse),
                 ],
                 (x, y, 1),
             );

@@ -131,6 +131,7 @@ impl GpuResident {
         gaussian.extend(scene.projected.iter().chain(&scene.stats));
         gaussian.extend([&scene.counts, &scene.projected_grads, &scene.packed_grads]);
         let mut entries: Vec<&wgpu::Buffer> = list.a.iter().chain(&list.b).collect();
+        entries.extend([&list.emitted, &list.inverse]);
         entries.extend(&list.records);
         let mut other: Vec<&wgpu::Buffer> = vec![
             &self.target,
@@ -156,20 +157,17 @@ impl GpuResident {
         let ctx = &self.ctx;
         let c = capacity as u64;
         let make = |label| ctx.storage(label, c * 4);
+        let records = self.raster.sums == BackwardSums::Records;
+        // What only the deterministic sums need (records and the sort's inverse).
+        let per_entry = |label, bytes| ctx.storage(label, if records { c * bytes } else { 16 });
         List {
             capacity,
             a: [make("key tile"), make("key depth"), make("ids")],
             b: [make("key tile"), make("key depth"), make("ids")],
             sort: SortPlan::new(ctx, capacity),
-            // Atomic sums need no records.
-            records: [0, 1, 2].map(|_| {
-                let bytes = if self.raster.sums == BackwardSums::Records {
-                    c * 12
-                } else {
-                    16
-                };
-                ctx.storage("intersection records", bytes)
-            }),
+            emitted: per_entry("emitted ids", 4),
+            inverse: per_entry("sorted positions", 4),
+            records: [0, 1, 2].map(|_| per_entry("intersection records", 12)),
         }
     }
 }

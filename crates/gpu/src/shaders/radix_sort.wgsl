@@ -10,12 +10,22 @@
 // plus the digit's count from the block's earlier rounds. Every count is exact, so the order is the
 // same on every device: ascending key, ties in input order. Digits never straddle the two words (the
 // host makes passes of 8 bits from bit 0; 8 divides 32).
+//
+// With `inverse` set, the sort also yields where each input went: the first pass takes each entry's
+// input index as its payload (the payload plane is not read), and the last pass writes
+// `inverse[index] = position` and, as the sorted payload, `emitted[index]` (the payload the entries were
+// emitted with). The rasterize backward then finds a Gaussian's entries without a search.
 
 struct Params {
     n: u32,
     shift: u32,
     bits: u32,
     blocks: u32,
+    // Nonzero for the first and the last pass of a sort with an inverse.
+    first: u32,
+    last: u32,
+    pad0: u32,
+    pad1: u32,
 }
 
 const RADIX: u32 = 256u;
@@ -32,6 +42,9 @@ const NONE: u32 = 0xffffffffu;
 @group(0) @binding(5) var<storage, read_write> out_hi: array<u32>;
 @group(0) @binding(6) var<storage, read_write> out_lo: array<u32>;
 @group(0) @binding(7) var<storage, read_write> out_ids: array<u32>;
+// A sort with an inverse only (16-byte placeholders otherwise).
+@group(0) @binding(8) var<storage, read> emitted: array<u32>;
+@group(0) @binding(9) var<storage, read_write> inverse: array<u32>;
 
 var<workgroup> counts: array<atomic<u32>, 256>;
 // Per digit, 8 words: which of the round's 256 threads hold that digit.
@@ -110,7 +123,16 @@ fn scatter(
             to = to + countOneBits(atomicLoad(&masks[d * 8u + word]) & (bit - 1u));
             out_hi[to] = key_hi[i];
             out_lo[to] = key_lo[i];
-            out_ids[to] = ids[i];
+            var payload = i;
+            if params.first == 0u {
+                payload = ids[i];
+            }
+            if params.last != 0u {
+                out_ids[to] = emitted[payload];
+                inverse[payload] = to;
+            } else {
+                out_ids[to] = payload;
+            }
         }
         workgroupBarrier();
         // This round's entries of digit `lid` are placed: move its start past them.

@@ -1,7 +1,9 @@
 // Rasterize backward with per-intersection records (composed after `rasterize_bwd.wgsl`): `tiles` stores
 // each intersection's 9 sums, then `gather`, an invocation per Gaussian, finds its entry in each tile it
 // touches (binary search on (depth, id), the list's order) and adds the records in tile order, the order
-// the fast CPU path uses: deterministic, no atomics.
+// the fast CPU path uses: deterministic, no atomics. `gather_indexed` (the resident trainer's) adds the
+// same records in the same order without a search: a Gaussian's entries were emitted in tile order at
+// its offset in the tile counts' scan, and the sort wrote where each went (`sort.rs`, `Inverse`).
 
 // 9 values per intersection in three planes of 3 (each its own binding, so a list three times longer fits
 // a device's binding limit), cleared to zero before `tiles`.
@@ -14,6 +16,10 @@
 @group(0) @binding(13) var<storage, read> depths: array<f32>;
 @group(0) @binding(14) var<storage, read> key_depth: array<u32>;
 @group(0) @binding(15) var<storage, read_write> grads: array<f32>;
+// `gather_indexed` only: each Gaussian's first emitted entry (n + 1 offsets), each entry's sorted
+// position.
+@group(0) @binding(18) var<storage, read> offsets: array<u32>;
+@group(0) @binding(19) var<storage, read> sorted_at: array<u32>;
 
 fn store_sum(entry: u32, c: u32, value: f32) {
     let at = entry * 3u + c % 3u;
@@ -79,6 +85,28 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
                 for (var c = 0u; c < 9u; c++) {
                     acc[c] += record(k, c);
                 }
+            }
+        }
+    }
+    for (var c = 0u; c < 9u; c++) {
+        grads[i * 9u + c] = acc[c];
+    }
+}
+
+@compute @workgroup_size(256)
+fn gather_indexed(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 256u;
+    if i >= params.dims.w {
+        return;
+    }
+    var acc = array<f32, 9>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    if radii[i] > 0u {
+        // A list that overflowed holds what fit (the step is halted and changes nothing).
+        let end = min(offsets[i + 1u], arrayLength(&sorted_at));
+        for (var e = offsets[i]; e < end; e++) {
+            let k = sorted_at[e];
+            for (var c = 0u; c < 9u; c++) {
+                acc[c] += record(k, c);
             }
         }
     }
