@@ -2,7 +2,9 @@
 # GPU numbers for BENCHMARKS.md on a machine with a real GPU and no Rust toolchain: run
 # scripts/device-pack.sh first (here), carry `.dev` (and `.gl`, the Vulkan loader packages, where the
 # machine lacks libvulkan), then run this there. Each step gets what is left of a deadline
-# (DEADLINE_S, default 470 s), so the whole script ends in time and the logs always come back.
+# (DEADLINE_S, default 470 s), so the whole script ends in time and the logs always come back; the most
+# wanted numbers come first (issue 21: fern images_8 and lego before and after, atomic sums, fern 7,000
+# steps, then images_4).
 # Everything goes to $OUT/log.txt plus one small results.tgz (metrics, JSON benches).
 set -uo pipefail
 OUT=${OUT:-device-results}; mkdir -p "$OUT" /tmp/res
@@ -32,22 +34,35 @@ step smoke 60 "$B/splat" bench "$D/fern" --images images_8 --backend gpu --steps
 # The CLI test runs the splat binary from where it was built.
 mkdir -p "$REPO/target/release" && cp "$B/splat" "$REPO/target/release/splat"
 for t in "$B"/test-*; do
+  [ -e "$t" ] || continue
   crate=gpu; [ "${t##*/}" = test-gpu_train ] && crate=cli
   TAIL=3 step "${t##*/}" 90 env SPLAT_REQUIRE_GPU=1 bash -c "cd $REPO/crates/$crate && $t"
 done
-# Same command, same bits, on this GPU.
+# Same command, same bits, on this GPU (the default deterministic backward).
 for run in a b; do
   step "same-bits-$run" 60 "$B/splat" train "$D/fern" --images images_8 --iters 800 --backend gpu -o /tmp/bits-$run
 done
 cmp /tmp/bits-a/point_cloud.ply /tmp/bits-b/point_cloud.ply && echo "same-bits: point_cloud.ply identical"
 [ -n "${ONLY_TESTS:-}" ] && { tar -czf "$OUT/results.tgz" -C /tmp res; exit 0; }
-step fern8-gpu 60 "$B/splat" bench "$D/fern" --images images_8 --backend gpu --steps 50 --warmup 5 --json $R/fern8-gpu.json
-step fern-7k-gpu 200 "$B/splat" train "$D/fern" --images images_8 --eval --iters 7000 --backend gpu -o /tmp/fern-7k
-cp /tmp/fern-7k/metrics.json $R/fern-7k-metrics.json 2>/dev/null
-step fern4-gpu 60 "$B/splat" bench "$D/fern" --images images_4 --backend gpu --steps 50 --warmup 5 --json $R/fern4-gpu.json
-step lego20-gpu 60 "$B/splat" bench "$D/lego" --backend gpu --steps 20 --warmup 3 --json $R/lego20-gpu.json
-step sums-fern8 40 "$B/raster_backward_sums" "$D/fern" images_8 20
-step sums-fern4 40 "$B/raster_backward_sums" "$D/fern" images_4 20
+# Before (splat-old, the commit before issue 21) and after, alternating, same commands. The JSON of
+# the new binary carries the counters, the device time per stage and the measured device peaks.
+bench() { # bench NAME DATA_ARGS...
+  local name=$1; shift
+  for bin in splat-old splat; do
+    [ -x "$B/$bin" ] || continue
+    step "$name-$bin" 60 "$B/$bin" bench "$@" --backend gpu --json "$R/$name-$bin.json"
+  done
+}
+bench fern8 "$D/fern" --images images_8 --steps 50 --warmup 5
+step fern8-atomic 60 "$B/splat" bench "$D/fern" --images images_8 --backend gpu --steps 50 --warmup 5 \
+  --gpu-atomic-backward --json "$R/fern8-atomic.json"
+bench lego "$D/lego" --steps 20 --warmup 3
+[ -d "$D/fern/images_4" ] && bench fern4 "$D/fern" --images images_4 --steps 50 --warmup 5
+for bin in splat splat-old; do
+  step "fern-7k-$bin" 120 "$B/$bin" train "$D/fern" --images images_8 --eval --iters 7000 --backend gpu -o "/tmp/fern-7k-$bin"
+  cp "/tmp/fern-7k-$bin/metrics.json" "$R/fern-7k-$bin-metrics.json" 2>/dev/null
+done
+[ -x "$B/raster_backward_sums" ] && step sums-fern8 40 "$B/raster_backward_sums" "$D/fern" images_8 20
 step fern8-cpu 40 "$B/splat" bench "$D/fern" --images images_8 --backend cpu --steps 20 --warmup 3 --json $R/fern8-cpu.json
 tar -czf "$OUT/results.tgz" -C /tmp res
 echo "== done at +$(( $(date +%s) - START ))s"
