@@ -165,7 +165,9 @@ pub fn run_resident(
 ) -> Result<ResidentBench, String> {
     let timed = engine.enable_stage_timing();
     let mut trainer = bench_trainer(ds, opts, backend);
-    trainer.with_resident(engine)?;
+    if let Some(note) = trainer.with_resident(engine)? {
+        eprintln!("note: {note}");
+    }
     let name = trainer.resident_name().unwrap_or_default().to_string();
     // Blocks end at the warm-up's end and at the last measured step.
     trainer.set_sync_every(opts.warmup.max(1));

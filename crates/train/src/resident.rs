@@ -124,6 +124,10 @@ pub trait ResidentEngine: Send {
     /// Whether blocks can run for this configuration (e.g. every training view the same size); when not,
     /// the reason, and the trainer runs every step on the host.
     fn unsupported(&self) -> Option<String>;
+    /// The most Gaussians the device can hold (its per-binding limit on per-Gaussian buffers), if any.
+    fn max_gaussians(&self) -> Option<usize> {
+        None
+    }
     /// Host seconds spent recording device work so far (for benchmarks: a fast device must not wait
     /// on its host).
     fn recording_seconds(&self) -> f64 {

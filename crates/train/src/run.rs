@@ -373,8 +373,11 @@ pub fn train_run_parallel(
     let sync_each_block = resident.as_ref().is_some_and(|r| r.sync_each_block);
     if let Some(r) = &resident {
         match trainer.with_resident((r.make)(&ds.train)) {
-            Ok(()) => {
+            Ok(note) => {
                 trainer.set_sync_every(cfg.checkpoint_every);
+                if let (Some(note), true) = (note, is_root) {
+                    eprintln!("note: {note}");
+                }
                 if is_root {
                     eprintln!(
                         "resident: steps run in blocks of up to {} (about {} s each) on {}",

@@ -263,9 +263,14 @@ impl<'a> Trainer<'a> {
     }
 
     /// Runs every step in blocks on `engine`, which holds the state on its device (densification
-    /// included, see [`crate::resident`]). Only for one view per step on one rank; otherwise, or when the
-    /// engine cannot run this dataset, returns the reason and leaves the trainer as it was.
-    pub fn with_resident(&mut self, engine: Box<dyn ResidentEngine + 'a>) -> Result<(), String> {
+    /// included, see [`crate::resident`]). Only for one view per step on one rank, within the Gaussians
+    /// the device holds; otherwise, or when the engine cannot run this dataset, returns the reason and
+    /// leaves the trainer as it was. Ok carries a note to print when the device's limit became the
+    /// run's Gaussian budget.
+    pub fn with_resident(
+        &mut self,
+        engine: Box<dyn ResidentEngine + 'a>,
+    ) -> Result<Option<String>, String> {
         if self.cfg.batch > 1 || self.collective.size() > 1 {
             return Err("resident blocks run one view per step on one rank".into());
         }
@@ -284,9 +289,37 @@ impl<'a> Trainer<'a> {
         if let Some(why) = engine.unsupported() {
             return Err(why);
         }
+        let note = self.fit_device_budget(engine.max_gaussians())?;
         self.resident = Some(engine);
         self.device_current = false;
-        Ok(())
+        Ok(note)
+    }
+
+    /// Keeps the run within the most Gaussians the device holds (`max`, from its binding limit): an
+    /// error when the state or the run's budget is over it, and without a budget, that budget (with a
+    /// note saying so), so that densification cannot outgrow the device in the middle of the run.
+    fn fit_device_budget(&mut self, max: Option<usize>) -> Result<Option<String>, String> {
+        let Some(max) = max else { return Ok(None) };
+        let n = self.state.len();
+        if n > max {
+            return Err(format!(
+                "{n} Gaussians are more than the {max} this device's bindings hold"
+            ));
+        }
+        match self.cfg.gaussian_cap() {
+            Some(cap) if cap > max => Err(format!(
+                "--max-gaussians {cap} is more than the {max} Gaussians this device's bindings \
+                 hold; --max-gaussians {max} or fewer keeps the run on the device"
+            )),
+            Some(_) => Ok(None),
+            None => {
+                self.cfg.max_gaussians = Some(max);
+                Ok(Some(format!(
+                    "densification stops at {max} Gaussians, the most this device's bindings hold \
+                     (--max-gaussians sets a lower budget)"
+                )))
+            }
+        }
     }
 
     /// Host seconds the resident engine spent recording device work.

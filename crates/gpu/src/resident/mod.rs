@@ -106,6 +106,12 @@ fn sort_key_bits(tiles: u32) -> u32 {
     32 + bits_for(tiles + 1)
 }
 
+/// The most Gaussians the resident path holds: its widest per-Gaussian buffer bound whole, the projected
+/// gradients (9 floats), must fit one binding.
+pub(crate) fn max_gaussians(ctx: &GpuContext) -> usize {
+    (ctx.limits.max_storage_buffer_binding_size / 36) as usize
+}
+
 /// Buffers the training images may be split over (bindings of `unpack_target`).
 const IMAGE_PARTS: usize = 4;
 
@@ -563,6 +569,10 @@ impl ResidentEngine for GpuResident {
 
     fn recording_seconds(&self) -> f64 {
         self.recording
+    }
+
+    fn max_gaussians(&self) -> Option<usize> {
+        Some(max_gaussians(&self.ctx))
     }
 
     fn counters(&self) -> Option<EngineCounters> {

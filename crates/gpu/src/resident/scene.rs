@@ -25,7 +25,7 @@ impl GpuResident {
         let rest = 3 * ((degree + 1) * (degree + 1) - 1);
         let grad_stride = 14 + rest;
         // The widest whole-bound per-Gaussian buffer: the projected gradients, 36 bytes.
-        let most = (ctx.limits.max_storage_buffer_binding_size / 36) as usize;
+        let most = max_gaussians(ctx);
         if n > most {
             return Err(format!(
                 "{n} Gaussians exceed the resident path's per-binding limit ({} bytes)",
