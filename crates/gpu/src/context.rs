@@ -82,6 +82,11 @@ impl Counters {
     }
 }
 
+/// Features used where the adapter has them: timestamps (`splat bench`'s device time per stage) and
+/// subgroups (the rasterize backward's per-intersection sums).
+pub const OPTIONAL_FEATURES: wgpu::Features =
+    wgpu::Features::TIMESTAMP_QUERY.union(wgpu::Features::SUBGROUP);
+
 /// An open device and its queue.
 pub struct GpuContext {
     pub device: wgpu::Device,
@@ -133,12 +138,23 @@ impl GpuContext {
         choice: AdapterChoice,
         lower: impl FnOnce(&mut wgpu::Limits),
     ) -> Result<Self, GpuError> {
-        pollster::block_on(Self::open(choice, lower))
+        Self::with_options(choice, lower, OPTIONAL_FEATURES)
+    }
+
+    /// Like [`GpuContext::with_limits`], using only the optional `features` (of
+    /// [`OPTIONAL_FEATURES`]) the adapter has: tests turn subgroups off to exercise the path without.
+    pub fn with_options(
+        choice: AdapterChoice,
+        lower: impl FnOnce(&mut wgpu::Limits),
+        features: wgpu::Features,
+    ) -> Result<Self, GpuError> {
+        pollster::block_on(Self::open(choice, lower, features))
     }
 
     async fn open(
         choice: AdapterChoice,
         lower: impl FnOnce(&mut wgpu::Limits),
+        features: wgpu::Features,
     ) -> Result<Self, GpuError> {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env());
@@ -172,8 +188,7 @@ impl GpuContext {
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("splat"),
                 required_limits: limits.clone(),
-                // Timestamps where the adapter has them (`splat bench`'s device time per stage).
-                required_features: adapter.features() & wgpu::Features::TIMESTAMP_QUERY,
+                required_features: adapter.features() & features & OPTIONAL_FEATURES,
                 ..Default::default()
             })
             .await
@@ -203,6 +218,13 @@ impl GpuContext {
         self.device
             .features()
             .contains(wgpu::Features::TIMESTAMP_QUERY)
+    }
+
+    /// Whether shaders may use subgroup operations, in subgroups of at least 4 invocations (the
+    /// rasterize backward's subgroup sums keep one slot per subgroup of its 256 invocations, 64 at most).
+    pub fn has_subgroups(&self) -> bool {
+        self.device.features().contains(wgpu::Features::SUBGROUP)
+            && self.info.subgroup_min_size >= 4
     }
 
     /// True for a software device (lavapipe, WARP, SwiftShader).

@@ -122,12 +122,20 @@ impl GpuRasterize {
 
     pub fn new(ctx: &GpuContext) -> Self {
         let fwd = module(ctx, "rasterize_fwd.wgsl", crate::shaders::RASTERIZE_FWD);
-        let bwd = module(ctx, "rasterize_bwd.wgsl", crate::shaders::RASTERIZE_BWD);
-        let atomic = module(
-            ctx,
-            "rasterize_bwd_atomic.wgsl",
-            crate::shaders::RASTERIZE_BWD_ATOMIC,
-        );
+        // Per-intersection sums per subgroup first where the adapter has subgroups.
+        let (bwd_source, atomic_source) = if ctx.has_subgroups() {
+            (
+                crate::shaders::RASTERIZE_BWD_SUBGROUP,
+                crate::shaders::RASTERIZE_BWD_ATOMIC_SUBGROUP,
+            )
+        } else {
+            (
+                crate::shaders::RASTERIZE_BWD,
+                crate::shaders::RASTERIZE_BWD_ATOMIC,
+            )
+        };
+        let bwd = module(ctx, "rasterize_bwd.wgsl", bwd_source);
+        let atomic = module(ctx, "rasterize_bwd_atomic.wgsl", atomic_source);
         let abs = module(
             ctx,
             "rasterize_bwd_abs.wgsl",

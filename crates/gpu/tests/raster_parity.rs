@@ -148,12 +148,34 @@ fn rasterize_backward_with_atomics_matches_reference() {
     backward_matches_reference(splat_gpu::BackwardSums::Atomic);
 }
 
+/// Both ways of summing with the per-intersection sums in workgroup memory, on a device opened without
+/// subgroups (where the adapter has them, the tests above run the subgroup sums).
+#[test]
+fn rasterize_backward_without_subgroups_matches_reference() {
+    let features = splat_gpu::context::OPTIONAL_FEATURES - wgpu::Features::SUBGROUP;
+    for sums in [
+        splat_gpu::BackwardSums::Records,
+        splat_gpu::BackwardSums::Atomic,
+    ] {
+        let Some(ctx) = common::context_with(|_| {}, features) else {
+            return;
+        };
+        assert!(!ctx.has_subgroups());
+        backward_matches_reference_on(&ctx, sums);
+    }
+}
+
 fn backward_matches_reference(sums: splat_gpu::BackwardSums) {
-    use rand::{Rng, SeedableRng};
     let Some(ctx) = common::context(|_| {}) else {
         return;
     };
-    let mut raster = GpuRasterize::new(&ctx);
+    eprintln!("subgroup sums: {}", ctx.has_subgroups());
+    backward_matches_reference_on(&ctx, sums);
+}
+
+fn backward_matches_reference_on(ctx: &splat_gpu::GpuContext, sums: splat_gpu::BackwardSums) {
+    use rand::{Rng, SeedableRng};
+    let mut raster = GpuRasterize::new(ctx);
     raster.sums = sums;
     for (seed, count, w, h, absgrad) in [
         (5u64, 500usize, 70u32, 50u32, false),
@@ -183,7 +205,7 @@ fn backward_matches_reference(sums: splat_gpu::BackwardSums) {
         let mut gpu = splat_render::ProjectedGrads::default();
         raster
             .backward(
-                &ctx,
+                ctx,
                 &p,
                 &bins,
                 &grid,

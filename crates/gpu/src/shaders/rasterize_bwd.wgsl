@@ -11,6 +11,9 @@
 // The last file composed defines `mean_term`, applied to each pixel's 2D-mean gradient before the sum:
 // the identity (`rasterize_bwd_plain.wgsl`), or `abs` (`rasterize_bwd_abs.wgsl`: AbsGS's statistic, in
 // value slots 0 and 1 of a second records pass; the other slots are then unused).
+// The file composed first after this one holds the `tiles` entry point and `reduce_store`, the sum of
+// the 9 values over the tile's pixels: in workgroup memory (`rasterize_bwd_sums_shared.wgsl`, every
+// adapter) or per subgroup first (`rasterize_bwd_sums_subgroup.wgsl`, where the adapter has subgroups).
 
 // `Params` and bindings 0-6 come from `common_raster.wgsl`.
 @group(0) @binding(7) var<storage, read> final_t: array<f32>;
@@ -22,16 +25,17 @@ const BATCH: u32 = 64u;
 var<workgroup> s_mean: array<vec2<f32>, 64>;
 var<workgroup> s_conic: array<vec4<f32>, 64>;
 var<workgroup> s_color: array<vec3<f32>, 64>;
-var<workgroup> red: array<array<f32, 256>, 9>;
-var<workgroup> partial: array<array<f32, 16>, 9>;
 var<workgroup> max_n: atomic<u32>;
 
-@compute @workgroup_size(16, 16)
-fn tiles(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(local_invocation_id) lid: vec3<u32>,
-    @builtin(local_invocation_index) li: u32,
-) {
+// Where an invocation sits in its subgroup (zeros without subgroups).
+struct Lane {
+    subgroup: u32,
+    index: u32,
+    subgroups: u32,
+}
+
+// The walk of one tile by its 16 x 16 workgroup (`tiles` calls it).
+fn walk_tile(wid: vec3<u32>, lid: vec3<u32>, li: u32, lane: Lane) {
     let tile = wid.y * params.dims.z + wid.x;
     let px = wid.x * 16u + lid.x;
     let py = wid.y * 16u + lid.y;
@@ -97,31 +101,7 @@ fn tiles(
                     }
                 }
             }
-            for (var c = 0u; c < 9u; c++) {
-                red[c][li] = v[c];
-            }
-            workgroupBarrier();
-            // Two fixed levels (two barriers instead of a tree's nine): 144 invocations sum 16 pixels each
-            // of one value, then 9 sum the 16 partials.
-            if li < 144u {
-                let c = li / 16u;
-                let part = li % 16u;
-                var acc = 0.0;
-                for (var k = 0u; k < 16u; k++) {
-                    acc += red[c][part * 16u + k];
-                }
-                partial[c][part] = acc;
-            }
-            workgroupBarrier();
-            if li < 9u {
-                var acc = 0.0;
-                for (var k = 0u; k < 16u; k++) {
-                    acc += partial[li][k];
-                }
-                store_sum(range.x + pos - 1u, li, acc);
-            }
-            // `partial` is next written after the next iteration's first barrier, which every reader
-            // above reaches only after reading: no third barrier needed.
+            reduce_store(range.x + pos - 1u, li, v, lane);
         }
         end = start;
     }

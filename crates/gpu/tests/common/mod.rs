@@ -5,7 +5,16 @@ use splat_gpu::{AdapterChoice, GpuContext};
 /// A device with limits passed through `lower`, any adapter (lavapipe included). Without one the test is
 /// skipped with a message, unless `SPLAT_REQUIRE_GPU=1` (set by `.ci/run`) makes that a failure.
 pub fn context(lower: impl FnOnce(&mut wgpu::Limits)) -> Option<GpuContext> {
-    match GpuContext::with_limits(AdapterChoice::Any, lower) {
+    context_with(lower, splat_gpu::context::OPTIONAL_FEATURES)
+}
+
+/// [`context`] using only these optional features (tests turn subgroups off with it).
+#[allow(dead_code)]
+pub fn context_with(
+    lower: impl FnOnce(&mut wgpu::Limits),
+    features: wgpu::Features,
+) -> Option<GpuContext> {
+    match GpuContext::with_options(AdapterChoice::Any, lower, features) {
         Ok(ctx) => {
             eprintln!("GPU: {}", ctx.describe());
             Some(ctx)
