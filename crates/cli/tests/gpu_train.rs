@@ -243,10 +243,14 @@ fn gpu_bench_reports_the_counters() {
         "readbacks_per_step",
         "sort_bytes_per_step",
         "device_bytes_per_gaussian",
+        "device_bytes_per_intersection",
     ] {
         let v = gpu[key].as_f64().unwrap_or_else(|| panic!("{key}: {gpu}"));
         assert!(v > 0.0, "{key} = {v}");
     }
+    // The bound on device memory per Gaussian at SH 3.
+    let per_gaussian = gpu["device_bytes_per_gaussian"].as_f64().unwrap();
+    assert!(per_gaussian <= 1200.0, "{per_gaussian} bytes per Gaussian");
     // The template's dispatches and its holes': tens on this small scene.
     let dispatches = gpu["dispatches_per_step"].as_f64().unwrap();
     assert!((20.0..200.0).contains(&dispatches), "{dispatches}");

@@ -73,9 +73,11 @@ pub struct BenchReport {
     pub readbacks_per_step: Option<f64>,
     pub sort_passes_per_step: Option<f64>,
     pub sort_bytes_per_step: Option<f64>,
-    /// The resident engine's device memory per Gaussian: what scales with the Gaussians plus the
-    /// intersection list, over the Gaussian count (null without a resident measurement).
+    /// The resident engine's device memory per Gaussian (what scales with the Gaussians: parameters,
+    /// moments, statistics, work buffers) and per entry of the intersection list (null without a
+    /// resident measurement).
     pub device_bytes_per_gaussian: Option<f64>,
+    pub device_bytes_per_intersection: Option<f64>,
     /// The device's measured fp32 FMA peak and copy bandwidth (GPU backends).
     pub device_peak_gflops: Option<f64>,
     pub device_peak_gbytes_per_second: Option<f64>,
@@ -92,6 +94,7 @@ impl BenchReport {
             self.sort_bytes_per_step = Some(c.sort_bytes);
         }
         self.device_bytes_per_gaussian = r.memory.as_ref().map(|m| m.bytes_per_gaussian);
+        self.device_bytes_per_intersection = r.memory.as_ref().map(|m| m.bytes_per_intersection);
         self.device_peak_gflops = r.device_peak.map(|p| p.gflops);
         self.device_peak_gbytes_per_second = r.device_peak.map(|p| p.gbytes_per_second);
         if let Some(ms) = r.device_ms {
@@ -133,8 +136,10 @@ pub struct MemoryReport {
     pub list_entries: u64,
     pub list_bytes: u64,
     pub other_bytes: u64,
-    /// (gaussian_bytes + list_bytes) / gaussians.
+    /// gaussian_bytes / gaussians.
     pub bytes_per_gaussian: f64,
+    /// list_bytes / list_entries.
+    pub bytes_per_intersection: f64,
 }
 
 /// Whole steps run as resident blocks ([`crate::resident`]): no per-stage times (one submission runs
@@ -213,7 +218,8 @@ pub fn run_resident(
         list_entries: m.list_entries,
         list_bytes: m.list_bytes,
         other_bytes: m.other_bytes,
-        bytes_per_gaussian: (m.gaussian_bytes + m.list_bytes) as f64 / m.gaussians.max(1) as f64,
+        bytes_per_gaussian: m.gaussian_bytes as f64 / m.gaussians.max(1) as f64,
+        bytes_per_intersection: m.list_bytes as f64 / m.list_entries.max(1) as f64,
     });
     let device_peak = match trainer.resident_measure_peak() {
         Some(Ok(p)) => Some(p),
@@ -456,6 +462,7 @@ pub fn run(ds: &Dataset, opts: &BenchOptions, backend: Box<dyn Backend + Send>) 
         sort_passes_per_step: None,
         sort_bytes_per_step: None,
         device_bytes_per_gaussian: None,
+        device_bytes_per_intersection: None,
         device_peak_gflops: None,
         device_peak_gbytes_per_second: None,
     }
@@ -555,11 +562,12 @@ pub fn format_table(r: &BenchReport) -> String {
         }
         if let Some(m) = &res.memory {
             s += &format!(
-                "device memory: {:.0} bytes per Gaussian ({:.1} MB for {} Gaussians, {:.1} MB for a list \
-                 of {} intersections; {:.1} MB images and per-pixel buffers)\n",
+                "device memory: {:.0} bytes per Gaussian ({:.1} MB for {}), {:.0} per intersection \
+                 ({:.1} MB for a list of {}), {:.1} MB images and per-pixel buffers\n",
                 m.bytes_per_gaussian,
                 m.gaussian_bytes as f64 / 1e6,
                 m.gaussians,
+                m.bytes_per_intersection,
                 m.list_bytes as f64 / 1e6,
                 m.list_entries,
                 m.other_bytes as f64 / 1e6

@@ -107,8 +107,8 @@ pub struct DevicePeak {
 }
 
 /// An engine's device memory now: what scales with the Gaussians (parameters, moments, statistics,
-/// per-Gaussian work buffers, at their allocated capacity), with the intersection list (keys, ids,
-/// per-entry backward records, the sort's buffers), and the rest (training images, per-pixel buffers).
+/// per-Gaussian work buffers), with the intersection list (keys, ids, per-entry backward records, the
+/// sort's buffers), and the rest (training images, per-pixel buffers).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EngineMemory {
     pub gaussians: usize,

@@ -176,13 +176,11 @@ struct List {
     records: [wgpu::Buffer; 3],
 }
 
-/// The state on the device and the buffers sized by its Gaussian count.
-/// The work buffers (projection, tile counts, gradients) and statistics hold `capacity` Gaussians, of
-/// which the first `n` are the scene: a densification reuses them while the count fits. Parameters and
-/// moments hold `n` (the edit writes a new set from the old one).
+/// The state on the device and the buffers sized by its Gaussian count `n`: parameters and moments (the
+/// edit writes a new set from the old one), work buffers (projection, tile counts, gradients) and
+/// statistics (made new for each count).
 struct Scene {
     n: usize,
-    capacity: usize,
     rest: usize,
     stored_degree: usize,
     /// Parameters, first and second moments, in [`GROUPS`] order.

@@ -1,12 +1,11 @@
-//! The device buffers of a scene (parameters, moments, per-Gaussian work buffers with room to grow) and
-//! of the intersection list, and what they weigh.
+//! The device buffers of a scene (parameters, moments, per-Gaussian work buffers) and of the
+//! intersection list, and what they weigh.
 
 use super::*;
 
 impl GpuResident {
     /// The scene for `n` Gaussians of `degree` with these parameters and moments (in [`GROUPS`] order),
-    /// zero statistics, and the work buffers of `old` when they hold `n` (else new ones with room to
-    /// grow).
+    /// zero statistics and new work buffers for `n` (`old`'s are dropped first).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn build_scene(
         &self,
@@ -32,45 +31,18 @@ impl GpuResident {
                 ctx.limits.max_storage_buffer_binding_size
             ));
         }
-        type Work = (
-            usize,
-            Vec<wgpu::Buffer>,
-            wgpu::Buffer,
-            ScanPlan,
-            wgpu::Buffer,
-            wgpu::Buffer,
-            [wgpu::Buffer; 3],
-        );
-        let reused: Option<Work> = old.filter(|o| o.capacity >= n && o.rest == rest).map(|o| {
-            (
-                o.capacity,
-                o.projected,
-                o.counts,
-                o.count_scan,
-                o.projected_grads,
-                o.packed_grads,
-                o.stats,
-            )
-        });
-        let (capacity, projected, counts, count_scan, projected_grads, packed_grads, stats) =
-            match reused {
-                Some(w) => w,
-                None => {
-                    let cap = (n + n / 2).min(most);
-                    (
-                        cap,
-                        OUTPUT_WORDS
-                            .iter()
-                            .map(|&w| ctx.storage("projected", (cap * w * 4) as u64))
-                            .collect(),
-                        ctx.storage("tile counts", (cap as u64 + 1) * 4),
-                        ScanPlan::new(ctx, cap as u32 + 1),
-                        ctx.storage("projected grads", (cap * 9 * 4) as u64),
-                        ctx.storage("parameter grads", (cap * grad_stride * 4) as u64),
-                        [0, 1, 2].map(|_| ctx.storage("densification statistics", cap as u64 * 4)),
-                    )
-                }
-            };
+        // Work buffers hold exactly `n`: a densification makes new ones (and records its steps again
+        // anyway); the old ones go first, so they never coexist with the new.
+        drop(old);
+        let projected: Vec<wgpu::Buffer> = OUTPUT_WORDS
+            .iter()
+            .map(|&w| ctx.storage("projected", (n * w * 4) as u64))
+            .collect();
+        let counts = ctx.storage("tile counts", (n as u64 + 1) * 4);
+        let count_scan = ScanPlan::new(ctx, n as u32 + 1);
+        let projected_grads = ctx.storage("projected grads", (n * 9 * 4) as u64);
+        let packed_grads = ctx.storage("parameter grads", (n * grad_stride * 4) as u64);
+        let stats = [0, 1, 2].map(|_| ctx.storage("densification statistics", n as u64 * 4));
         let mut enc = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -101,7 +73,6 @@ impl GpuResident {
             .collect();
         Ok(Scene {
             n,
-            capacity,
             rest,
             stored_degree: degree,
             params,
