@@ -304,7 +304,9 @@ fn an_overflowing_list_regrows_and_changes_nothing() {
     let ds = demo(tmp.path());
     let cfg = config(30);
     let t = trainer(&ctx, &ds, cfg.clone(), None);
-    let steps: Vec<PlannedStep> = (1..=12)
+    // Three submissions: the second and third are recorded while the one before runs; an overflow
+    // discards what was recorded ahead.
+    let steps: Vec<PlannedStep> = (1..=60)
         .map(|it| PlannedStep {
             step: it,
             draw: it - 1,
@@ -327,13 +329,22 @@ fn an_overflowing_list_regrows_and_changes_nothing() {
         e.run_block(&constants, &steps, &mut out).unwrap();
         let mut state = t.state.clone();
         e.store(&mut state).unwrap();
-        (out, state, e.capacity())
+        (out, state, e.capacity(), e.recorded_ahead())
     };
-    let (oa, sa, ca) = run(64);
-    let (ob, sb, cb) = run(1 << 16);
-    eprintln!("capacities: {ca} (from 64), {cb}");
+    let (oa, sa, ca, aa) = run(64);
+    let (ob, sb, cb, ab) = run(1 << 16);
+    eprintln!("capacities: {ca} (from 64), {cb}; recorded ahead (made, used): {aa:?}, {ab:?}");
     assert!(ca > 64 && cb == 1 << 16);
-    assert_eq!(oa.len(), 12);
+    assert_eq!(
+        ab,
+        (2, 2),
+        "every submission after the first recorded ahead"
+    );
+    assert!(
+        aa.0 > aa.1,
+        "the overflow discarded what was recorded ahead: {aa:?}"
+    );
+    assert_eq!(oa.len(), 60);
     assert_eq!(oa, ob);
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     let (ga, gb) = (&sa.gaussians, &sb.gaussians);
@@ -342,7 +353,7 @@ fn an_overflowing_list_regrows_and_changes_nothing() {
     assert_eq!(bits(&ga.opacity_logits), bits(&gb.opacity_logits));
     assert_eq!(bits(&sa.adam[0].v), bits(&sb.adam[0].v));
     assert_eq!(bits(&sa.grad_accum), bits(&sb.grad_accum));
-    assert!(sa.adam.iter().all(|a| a.step == 12));
+    assert!(sa.adam.iter().all(|a| a.step == 60));
     assert!(sa.grad_count.iter().any(|&c| c > 0.0));
 }
 

@@ -20,7 +20,10 @@
 //! and the submission resumes after it.
 //!
 //! Recording: the part of a step that is the same every step is recorded once per scene and list as a
-//! list of operations with holes for the per-step work (`record_step`), and replayed per step.
+//! list of operations with holes for the per-step work (`record_step`), and replayed per step. The host
+//! records the next submission while the device runs the current one, as if the current one completes
+//! (an overflow, a non-finite step or a new list discards it): the device waits for the host only at a
+//! block's first submission and between a submission's end and the next one's start (two read-backs).
 //!
 //! Files: this one (the engine, uploads, a submission, the [`ResidentEngine`] interface), `record.rs`
 //! (a step's recording), `scene.rs` (the scene's and the list's buffers), `edit.rs` (densification and
@@ -64,8 +67,9 @@ use crate::{
     GpuAdam, GpuBin, GpuDensifyStats, GpuLoss, GpuProject, GpuProjectBackward, GpuRasterize,
 };
 
-/// Steps recorded into one submission at most.
-pub const SUBMIT_STEPS: usize = 50;
+/// Steps recorded into one submission at most. A block of up to 100 steps is several submissions, each
+/// recorded while the device runs the one before (all but the first's recording hidden).
+pub const SUBMIT_STEPS: usize = 25;
 
 /// The 4x16-byte uniform of `resident.wgsl`.
 #[repr(C)]
@@ -248,6 +252,8 @@ pub struct GpuResident {
     recording: f64,
     /// Device time per stage when timing was asked for ([`ResidentEngine::enable_stage_timing`]).
     stage_timing: Option<StageTiming>,
+    /// Submissions recorded while the one before ran, and how many of them were submitted.
+    ahead: (u64, u64),
     /// Sort passes and their bytes recorded so far (for [`ResidentEngine::counters`]).
     sort_passes: u64,
     sort_bytes: u64,
@@ -317,6 +323,7 @@ impl GpuResident {
             template_key: ([0.0; 3], 0.0),
             recording: 0.0,
             stage_timing: None,
+            ahead: (0, 0),
             sort_passes: 0,
             sort_bytes: 0,
             images: None,
@@ -357,6 +364,12 @@ impl GpuResident {
         self.list = None;
         self.template = None;
         self
+    }
+
+    /// Submissions recorded while the one before ran, and how many of them were used (the rest were
+    /// discarded by a halt or a new list).
+    pub fn recorded_ahead(&self) -> (u64, u64) {
+        self.ahead
     }
 
     /// The intersection list's capacity now (0 before the first load).
@@ -436,24 +449,21 @@ impl GpuResident {
         Ok(())
     }
 
-    /// Runs `steps` (at most [`SUBMIT_STEPS`]) in one submission; returns how many completed and the
-    /// halt (reason, needed intersections) if one stopped it.
-    fn submit(
+    /// Records `steps` (at most [`SUBMIT_STEPS`]) as one submission, their moments' step counts starting
+    /// at `adam_start`; nothing runs until [`Self::finish`].
+    fn record_submission(
         &mut self,
         constants: &BlockConstants,
         steps: &[PlannedStep],
-        out: &mut Vec<StepOutcome>,
-    ) -> Result<(usize, Option<(u32, u32)>), String> {
+        adam_start: [u64; 6],
+    ) -> Recorded {
         let ctx = self.ctx.clone();
-        let start_steps = self.scene.as_ref().expect("state loaded").adam_steps;
-        ctx.queue
-            .write_buffer(&self.status, 0, &[0u8; STATUS_WORDS * 4]);
         let mut enc = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("resident block"),
             });
-        let mut adam_steps = start_steps;
+        let mut adam_steps = adam_start;
         // The template holds the background and the loss weight too.
         let key = (constants.background, constants.config.lambda_dssim);
         if self.template.is_none() || self.template_key != key {
@@ -483,23 +493,53 @@ impl GpuResident {
         if let Some(t) = &timer {
             t.resolve(&mut enc);
         }
-        let cb = enc.finish();
+        let commands = enc.finish();
         self.recording += t0.elapsed().as_secs_f64();
-        let bits = sort_key_bits(
-            self.images
-                .as_ref()
-                .expect("views uploaded")
-                .grid
-                .num_tiles() as u32,
-        );
-        let capacity = self.capacity();
-        self.sort_passes += steps.len() as u64 * crate::sort::passes(bits) as u64;
-        self.sort_bytes += steps.len() as u64
-            * crate::sort::bytes(capacity, bits, self.raster.sums == BackwardSums::Records);
+        Recorded {
+            commands: Some(commands),
+            timer,
+            steps: steps.len(),
+            adam_start,
+        }
+    }
+
+    /// Submits `recorded` (the status cleared first) and counts its sort work.
+    fn start(&mut self, recorded: &mut Recorded) {
+        let ctx = &self.ctx;
+        ctx.queue
+            .write_buffer(&self.status, 0, &[0u8; STATUS_WORDS * 4]);
+        let cb = recorded.commands.take().expect("started once");
         ctx.submit_buffer(cb);
-        // The read-backs: the status and the block's loss row sums.
+        let tiles = self
+            .images
+            .as_ref()
+            .expect("views uploaded")
+            .grid
+            .num_tiles();
+        let bits = sort_key_bits(tiles as u32);
+        let n = recorded.steps as u64;
+        self.sort_passes += n * crate::sort::passes(bits) as u64;
+        self.sort_bytes += n * crate::sort::bytes(
+            self.capacity(),
+            bits,
+            self.raster.sums == BackwardSums::Records,
+        );
+    }
+
+    /// Waits for the submission of `steps` started from `recorded`: reads back its status and loss rows,
+    /// appends the completed steps' outcomes; returns how many completed and the halt (reason, needed
+    /// intersections) if one stopped it.
+    fn finish(
+        &mut self,
+        constants: &BlockConstants,
+        steps: &[PlannedStep],
+        recorded: Recorded,
+        out: &mut Vec<StepOutcome>,
+    ) -> Result<(usize, Option<(u32, u32)>), String> {
+        let ctx = self.ctx.clone();
+        let start_steps = recorded.adam_start;
         let status: Vec<u32> = ctx.read(&self.status, STATUS_WORDS).map_err(gpu_err)?;
-        if let (Some(t), Some(timing)) = (&timer, self.stage_timing.as_mut()) {
+        if let (Some(t), Some(timing)) = (&recorded.timer, self.stage_timing.as_mut()) {
             if let Some(seconds) = t.read(&ctx, 8).map_err(gpu_err)? {
                 timing.steps += steps.len() as u64;
                 for (total, s) in timing.seconds.iter_mut().zip(seconds) {
@@ -543,6 +583,25 @@ impl GpuResident {
         self.most_needed = self.most_needed.max(status[5]);
         Ok((done, halt))
     }
+}
+
+/// A recorded submission (see [`GpuResident::record_submission`]).
+struct Recorded {
+    /// Taken when submitted.
+    commands: Option<wgpu::CommandBuffer>,
+    timer: Option<PassTimer>,
+    steps: usize,
+    /// The moments' step counts the steps were recorded from.
+    adam_start: [u64; 6],
+}
+
+/// The moments' step counts after `steps` all complete from `start`.
+fn adam_after(start: [u64; 6], steps: &[PlannedStep]) -> [u64; 6] {
+    let mut t = start;
+    for (g, t) in t.iter_mut().enumerate() {
+        *t += steps.iter().filter(|s| adam_applies(s, g)).count() as u64;
+    }
+    t
 }
 
 /// `g` with `n` Gaussians (values kept where they exist, zeros after).
@@ -680,11 +739,37 @@ impl ResidentEngine for GpuResident {
                 s.step
             ));
         }
+        // While the device runs a submission the host records the next one, as if every step of the
+        // running one completes; a halt or a new list discards it.
         let mut at = 0;
+        let mut next: Option<(usize, Recorded)> = None;
         while at < steps.len() {
             let end = (at + SUBMIT_STEPS).min(steps.len());
-            let (done, halt) = self.submit(constants, &steps[at..end], out)?;
+            let mut recorded = match next.take() {
+                Some((from, r)) if from == at => {
+                    self.ahead.1 += 1;
+                    r
+                }
+                _ => {
+                    let adam = self.scene.as_ref().expect("state loaded").adam_steps;
+                    self.record_submission(constants, &steps[at..end], adam)
+                }
+            };
+            self.start(&mut recorded);
+            if end < steps.len() {
+                let after = (end + SUBMIT_STEPS).min(steps.len());
+                let adam = adam_after(recorded.adam_start, &steps[at..end]);
+                next = Some((
+                    end,
+                    self.record_submission(constants, &steps[end..after], adam),
+                ));
+                self.ahead.0 += 1;
+            }
+            let (done, halt) = self.finish(constants, &steps[at..end], recorded, out)?;
             at += done;
+            if halt.is_some() {
+                next = None;
+            }
             match halt {
                 None => {
                     // Every step sorts the whole list: shrink one much larger than the steps need.
@@ -697,6 +782,7 @@ impl ResidentEngine for GpuResident {
                         self.template = None;
                         self.list = Some(self.make_list(size));
                         self.most_needed = 0;
+                        next = None;
                     }
                 }
                 Some((HALT_OVERFLOW, needed)) => {
