@@ -1,6 +1,7 @@
 //! The training loss on the GPU (`shaders/loss.wgsl`): L1 + D-SSIM and its gradient, the same formulas as
-//! `splat_train::loss`, as a sequence of full-image passes (products, separable blurs, the SSIM map and its
-//! coefficients, their blurs, the gradient). The loss value comes from per-row sums added on the host in
+//! `splat_train::loss`, as five full-image passes (the products blurred along rows; along columns with
+//! the SSIM map and its coefficients; the row sums; the coefficients along rows; along columns with the
+//! gradient). The loss value comes from per-row sums added on the host in
 //! f64 (the only read-back; the gradient stays on the device).
 
 use splat_train::loss::{gaussian_taps, LossValue, SSIM_C1, SSIM_C2};
@@ -19,12 +20,11 @@ struct LossParams {
 }
 
 pub struct GpuLoss {
-    products: wgpu::ComputePipeline,
+    products_h: wgpu::ComputePipeline,
     blur_h: wgpu::ComputePipeline,
-    blur_v: wgpu::ComputePipeline,
-    ssim_map: wgpu::ComputePipeline,
+    ssim_map_v: wgpu::ComputePipeline,
     row_sums: wgpu::ComputePipeline,
-    grad: wgpu::ComputePipeline,
+    grad_v: wgpu::ComputePipeline,
 }
 
 impl GpuLoss {
@@ -42,12 +42,11 @@ impl GpuLoss {
                 })
         };
         GpuLoss {
-            products: p("products"),
+            products_h: p("products_h"),
             blur_h: p("blur_h"),
-            blur_v: p("blur_v"),
-            ssim_map: p("ssim_map"),
+            ssim_map_v: p("ssim_map_v"),
             row_sums: p("row_sums"),
-            grad: p("grad_pass"),
+            grad_v: p("grad_v"),
         }
     }
 
@@ -94,11 +93,10 @@ impl GpuLoss {
     ) {
         let (w, h) = (bufs.width, bufs.height);
         let n = w * h * 3;
-        let plane = (w * h) as u64 * 4;
         let taps = gaussian_taps::<f32>();
         let inv_n = 1.0 / n as f64;
-        let params = |planes: u32| LossParams {
-            dims: [w as u32, h as u32, planes, 0],
+        let params = |planes: u32, first: u32| LossParams {
+            dims: [w as u32, h as u32, planes, first],
             t0: [taps[0], taps[1], taps[2], taps[3]],
             t1: [taps[4], taps[5], taps[6], taps[7]],
             t2: [taps[8], taps[9], taps[10], 0.0],
@@ -110,47 +108,29 @@ impl GpuLoss {
             ],
         };
         let LossBuffers {
-            products,
             tmp,
-            blurred,
             maps,
             coeffs_tmp,
-            coeffs,
             sums,
             grad: grad_buf,
             ..
         } = bufs;
         let (gx, gy) = ((w as u32).div_ceil(16), (h as u32).div_ceil(16));
+        // The 15 product planes along rows, then along columns with the SSIM map and coefficients.
         pass(
             ctx,
             e,
-            &self.products,
-            &params(3),
-            &[(1, rb), (2, tb), (4, products)],
-            (gx, gy, 3),
-        );
-        pass(
-            ctx,
-            e,
-            &self.blur_h,
-            &params(15),
-            &[(3, products), (4, tmp)],
+            &self.products_h,
+            &params(15, 0),
+            &[(1, rb), (2, tb), (4, tmp)],
             (gx, gy, 15),
         );
         pass(
             ctx,
             e,
-            &self.blur_v,
-            &params(15),
-            &[(3, tmp), (4, blurred)],
-            (gx, gy, 15),
-        );
-        pass(
-            ctx,
-            e,
-            &self.ssim_map,
-            &params(3),
-            &[(3, blurred), (5, maps)],
+            &self.ssim_map_v,
+            &params(3, 0),
+            &[(3, tmp), (5, maps)],
             (gx, gy, 3),
         );
         let sums_bindings = [(1, rb), (2, tb), (5, maps), (6, sums)];
@@ -158,30 +138,28 @@ impl GpuLoss {
             ctx,
             e,
             &self.row_sums,
-            &params(1),
+            &params(1, 0),
             &sums_bindings,
             ((h as u32).div_ceil(64), 1, 1),
         );
-        // The coefficients are planes 3..12 of `maps`: blur a copy.
-        e.copy(maps, 3 * plane, coeffs, 0, 9 * plane);
+        // The coefficients (planes 3..12 of `maps`) along rows, then along columns with the gradient.
         pass(
             ctx,
             e,
             &self.blur_h,
-            &params(9),
-            &[(3, coeffs), (4, coeffs_tmp)],
+            &params(9, 3),
+            &[(3, maps), (4, coeffs_tmp)],
             (gx, gy, 9),
         );
+        let grad_bindings = [(1, rb), (2, tb), (3, coeffs_tmp), (7, grad_buf)];
         pass(
             ctx,
             e,
-            &self.blur_v,
-            &params(9),
-            &[(3, coeffs_tmp), (4, coeffs)],
-            (gx, gy, 9),
+            &self.grad_v,
+            &params(3, 0),
+            &grad_bindings,
+            (gx, gy, 3),
         );
-        let grad_bindings = [(1, rb), (2, tb), (3, coeffs), (7, grad_buf)];
-        pass(ctx, e, &self.grad, &params(3), &grad_bindings, (gx, gy, 3));
     }
 }
 
@@ -210,12 +188,9 @@ pub fn loss_from_row_sums(row_sums: &[f32], w: usize, h: usize, lambda: f64) -> 
 pub(crate) struct LossBuffers {
     pub(crate) width: usize,
     pub(crate) height: usize,
-    products: wgpu::Buffer,
     tmp: wgpu::Buffer,
-    blurred: wgpu::Buffer,
     maps: wgpu::Buffer,
     coeffs_tmp: wgpu::Buffer,
-    coeffs: wgpu::Buffer,
     /// SSIM map, |x - y| and squared error, per row (3 h).
     pub(crate) sums: wgpu::Buffer,
     /// The image gradient (RGB per pixel).
@@ -235,12 +210,9 @@ impl LossBuffers {
         Ok(LossBuffers {
             width: w,
             height: h,
-            products: ctx.storage("products", 15 * plane),
-            tmp: ctx.storage("blur tmp", 15 * plane),
-            blurred: ctx.storage("blurred", 15 * plane),
+            tmp: ctx.storage("products along rows", 15 * plane),
             maps: ctx.storage("map and coefficients", 12 * plane),
-            coeffs_tmp: ctx.storage("coefficient tmp", 9 * plane),
-            coeffs: ctx.storage("blurred coefficients", 9 * plane),
+            coeffs_tmp: ctx.storage("coefficients along rows", 9 * plane),
             sums: ctx.storage("row sums", 3 * h as u64 * 4),
             grad: ctx.storage("grad", 3 * plane),
         })

@@ -1,12 +1,15 @@
 // The training loss (1 - lambda) L1 + lambda (1 - SSIM) and its gradient, as `splat_train::loss`: SSIM with
 // an 11-tap Gaussian window (sigma 1.5) as two separable passes with zero padding, per channel, C1 = 0.01^2,
 // C2 = 0.03^2. Planes are channel-planar, plane q = quantity * 3 + channel, each h x w.
-// Passes: `products` (x, y, x^2, y^2, xy), `blur_h` and `blur_v` over any number of planes, `ssim_map`
-// (the map and its three coefficients), `row_sums` (of the map and of |x - y|, for the loss value), `blur`
-// of the coefficients, then `grad`.
+// Passes (five): `products_h` (the products x, y, x^2, y^2, xy made on the fly and blurred along rows),
+// `ssim_map_v` (the products blurred along columns at each pixel, then the SSIM map and its three
+// coefficients), `row_sums` (of the map and of |x - y|, for the loss value), `blur_h` of the
+// coefficients, then `grad_v` (the coefficients blurred along columns at each pixel, then the gradient).
+// Each fused pass computes exactly what the separate passes computed, in the same order: the same bits
+// with fewer passes and no product or blurred planes in memory.
 
 struct Params {
-    // width, height, planes in this pass, unused.
+    // width, height, planes in this pass, first plane of `src` (`blur_h`).
     dims: vec4<u32>,
     // taps 0..3, 4..7, 8..10 (+ unused).
     t0: vec4<f32>,
@@ -36,25 +39,50 @@ fn tap(k: u32) -> f32 {
     return params.t2[k - 8u];
 }
 
+// Product plane q (quantity q / 3 of channel q % 3) at pixel p.
+fn product(q: u32, p: u32) -> f32 {
+    let c = q % 3u;
+    let u = render[3u * p + c];
+    let v = target_img[3u * p + c];
+    switch q / 3u {
+        case 0u: {
+            return u;
+        }
+        case 1u: {
+            return v;
+        }
+        case 2u: {
+            return u * u;
+        }
+        case 3u: {
+            return v * v;
+        }
+        default: {
+            return u * v;
+        }
+    }
+}
+
+// The 15 product planes blurred along rows into `dst`.
 @compute @workgroup_size(16, 16)
-fn products(@builtin(global_invocation_id) gid: vec3<u32>) {
+fn products_h(@builtin(global_invocation_id) gid: vec3<u32>) {
     let w = params.dims.x;
     let h = params.dims.y;
     if gid.x >= w || gid.y >= h {
         return;
     }
-    let c = gid.z;
-    let p = gid.y * w + gid.x;
-    let u = render[3u * p + c];
-    let v = target_img[3u * p + c];
-    let plane = w * h;
-    dst[(0u * 3u + c) * plane + p] = u;
-    dst[(1u * 3u + c) * plane + p] = v;
-    dst[(2u * 3u + c) * plane + p] = u * u;
-    dst[(3u * 3u + c) * plane + p] = v * v;
-    dst[(4u * 3u + c) * plane + p] = u * v;
+    let row = gid.y * w;
+    var acc = 0.0;
+    for (var k = 0u; k < 11u; k++) {
+        let sx = i32(gid.x) + i32(k) - 5;
+        if sx >= 0 && sx < i32(w) {
+            acc += tap(k) * product(gid.z, row + u32(sx));
+        }
+    }
+    dst[gid.z * w * h + row + gid.x] = acc;
 }
 
+// Planes `dims.w ..` of `src` blurred along rows into `dst` (from plane 0).
 @compute @workgroup_size(16, 16)
 fn blur_h(@builtin(global_invocation_id) gid: vec3<u32>) {
     let w = params.dims.x;
@@ -62,7 +90,7 @@ fn blur_h(@builtin(global_invocation_id) gid: vec3<u32>) {
     if gid.x >= w || gid.y >= h {
         return;
     }
-    let base = gid.z * w * h + gid.y * w;
+    let base = (params.dims.w + gid.z) * w * h + gid.y * w;
     var acc = 0.0;
     for (var k = 0u; k < 11u; k++) {
         let sx = i32(gid.x) + i32(k) - 5;
@@ -70,30 +98,28 @@ fn blur_h(@builtin(global_invocation_id) gid: vec3<u32>) {
             acc += tap(k) * src[base + u32(sx)];
         }
     }
-    dst[base + gid.x] = acc;
+    dst[gid.z * w * h + gid.y * w + gid.x] = acc;
 }
 
-@compute @workgroup_size(16, 16)
-fn blur_v(@builtin(global_invocation_id) gid: vec3<u32>) {
+// Plane `plane` of `src` blurred along columns at pixel (x, y).
+fn blur_v_at(plane: u32, x: u32, y: u32) -> f32 {
     let w = params.dims.x;
     let h = params.dims.y;
-    if gid.x >= w || gid.y >= h {
-        return;
-    }
-    let base = gid.z * w * h;
+    let base = plane * w * h;
     var acc = 0.0;
     for (var k = 0u; k < 11u; k++) {
-        let sy = i32(gid.y) + i32(k) - 5;
+        let sy = i32(y) + i32(k) - 5;
         if sy >= 0 && sy < i32(h) {
-            acc += tap(k) * src[base + u32(sy) * w + gid.x];
+            acc += tap(k) * src[base + u32(sy) * w + x];
         }
     }
-    dst[base + gid.y * w + gid.x] = acc;
+    return acc;
 }
 
-// src: the blurred products (15 planes). map: 3 map planes then 9 coefficient planes.
+// src: the products blurred along rows (15 planes), blurred along columns here. map: 3 map planes then 9
+// coefficient planes.
 @compute @workgroup_size(16, 16)
-fn ssim_map(@builtin(global_invocation_id) gid: vec3<u32>) {
+fn ssim_map_v(@builtin(global_invocation_id) gid: vec3<u32>) {
     let w = params.dims.x;
     let h = params.dims.y;
     if gid.x >= w || gid.y >= h {
@@ -102,11 +128,11 @@ fn ssim_map(@builtin(global_invocation_id) gid: vec3<u32>) {
     let c = gid.z;
     let plane = w * h;
     let p = gid.y * w + gid.x;
-    let mx = src[(0u * 3u + c) * plane + p];
-    let my = src[(1u * 3u + c) * plane + p];
-    let sxx = src[(2u * 3u + c) * plane + p] - mx * mx;
-    let syy = src[(3u * 3u + c) * plane + p] - my * my;
-    let sxy = src[(4u * 3u + c) * plane + p] - mx * my;
+    let mx = blur_v_at(0u * 3u + c, gid.x, gid.y);
+    let my = blur_v_at(1u * 3u + c, gid.x, gid.y);
+    let sxx = blur_v_at(2u * 3u + c, gid.x, gid.y) - mx * mx;
+    let syy = blur_v_at(3u * 3u + c, gid.x, gid.y) - my * my;
+    let sxy = blur_v_at(4u * 3u + c, gid.x, gid.y) - mx * my;
     let c1 = params.k.z;
     let c2 = params.k.w;
     let a1 = 2.0 * mx * my + c1;
@@ -153,16 +179,15 @@ fn row_sums(@builtin(global_invocation_id) gid: vec3<u32>) {
     sums[2u * h + y] = sq;
 }
 
-// src: the blurred coefficients (9 planes).
+// src: the coefficients blurred along rows (9 planes), blurred along columns here.
 @compute @workgroup_size(16, 16)
-fn grad_pass(@builtin(global_invocation_id) gid: vec3<u32>) {
+fn grad_v(@builtin(global_invocation_id) gid: vec3<u32>) {
     let w = params.dims.x;
     let h = params.dims.y;
     if gid.x >= w || gid.y >= h {
         return;
     }
     let c = gid.z;
-    let plane = w * h;
     let p = gid.y * w + gid.x;
     let i = 3u * p + c;
     let u = render[i];
@@ -174,6 +199,9 @@ fn grad_pass(@builtin(global_invocation_id) gid: vec3<u32>) {
     } else if d < 0.0 {
         s = -1.0;
     }
-    let ssim_d = src[(0u * 3u + c) * plane + p] + 2.0 * u * src[(1u * 3u + c) * plane + p] + v * src[(2u * 3u + c) * plane + p];
+    let g_mu = blur_v_at(0u * 3u + c, gid.x, gid.y);
+    let g_xx = blur_v_at(1u * 3u + c, gid.x, gid.y);
+    let g_xy = blur_v_at(2u * 3u + c, gid.x, gid.y);
+    let ssim_d = g_mu + 2.0 * u * g_xx + v * g_xy;
     grad[i] = params.k.x * s + params.k.y * ssim_d;
 }
