@@ -23,7 +23,10 @@ pub struct BenchArgs {
     /// SH degree, active from the first step (default 3, or the --scene's own).
     #[arg(long)]
     pub sh_degree: Option<usize>,
-    /// Also write the report as JSON (with a top-level `its_per_second`).
+    /// Also write the report as JSON (with a top-level `its_per_second`; on a GPU also
+    /// `dispatches_per_step`, `submissions_per_step`, `readbacks_per_step`, `sort_passes_per_step`,
+    /// `sort_bytes_per_step`, `device_bytes_per_gaussian`, the measured device peaks, and per stage
+    /// `device_ms` where the device has timestamp queries).
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Time the step on this scene (PLY, SPZ, SOG, .splat or compressed PLY: a trained
