@@ -14,6 +14,38 @@ fn splat(args: &[&str], dir: &Path) -> Output {
         .expect("run splat")
 }
 
+/// Writes a generated capture of `width` x `height`, `views` views and `points` points into `dir/data`.
+fn demo_data(
+    dir: &Path,
+    (width, height, views, points, seed): (u32, u32, usize, usize, u64),
+) -> String {
+    let data = dir.join("data");
+    splat_io::dataset::demo::write_demo_dataset(
+        &data,
+        &splat_io::dataset::demo::DemoOptions {
+            width,
+            height,
+            views,
+            points,
+            seed,
+        },
+    )
+    .unwrap();
+    data.to_str().unwrap().to_string()
+}
+
+/// True (with a message) when the run found no GPU and none is required: the test is skipped.
+fn no_gpu(out: &Output) -> bool {
+    let err = String::from_utf8_lossy(&out.stderr);
+    let skip = !out.status.success()
+        && err.contains("cannot open a GPU")
+        && std::env::var("SPLAT_REQUIRE_GPU").as_deref() != Ok("1");
+    if skip {
+        eprintln!("skipped: {err}");
+    }
+    skip
+}
+
 fn ok(out: &Output) -> String {
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(out.status.success(), "{err}");
@@ -23,19 +55,8 @@ fn ok(out: &Output) -> String {
 #[test]
 fn resident_training_resumes_bit_exactly() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    splat_io::dataset::demo::write_demo_dataset(
-        &data,
-        &splat_io::dataset::demo::DemoOptions {
-            width: 48,
-            height: 36,
-            views: 12,
-            points: 600,
-            seed: 3,
-        },
-    )
-    .unwrap();
-    let d = data.to_str().unwrap();
+    let data = demo_data(dir.path(), (48, 36, 12, 600, 3));
+    let d = data.as_str();
     let common = [
         "--iters",
         "60",
@@ -54,12 +75,7 @@ fn resident_training_resumes_bit_exactly() {
     let mut whole = vec!["train", d, "--out", "whole"];
     whole.extend(common);
     let out = splat(&whole, dir.path());
-    let err = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success()
-        && err.contains("cannot open a GPU")
-        && std::env::var("SPLAT_REQUIRE_GPU").as_deref() != Ok("1")
-    {
-        eprintln!("skipped: {err}");
+    if no_gpu(&out) {
         return;
     }
     let err = ok(&out);
@@ -96,19 +112,8 @@ fn resident_training_resumes_bit_exactly() {
 #[test]
 fn host_side_options_on_the_gpu_run_per_stage_and_match_the_cpu() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    splat_io::dataset::demo::write_demo_dataset(
-        &data,
-        &splat_io::dataset::demo::DemoOptions {
-            width: 48,
-            height: 36,
-            views: 12,
-            points: 400,
-            seed: 3,
-        },
-    )
-    .unwrap();
-    let d = data.to_str().unwrap();
+    let data = demo_data(dir.path(), (48, 36, 12, 400, 3));
+    let d = data.as_str();
     let common = [
         "train",
         d,
@@ -128,12 +133,7 @@ fn host_side_options_on_the_gpu_run_per_stage_and_match_the_cpu() {
     let mut gpu = common.to_vec();
     gpu.extend(["--out", "gpu", "--backend", "gpu"]);
     let out = splat(&gpu, dir.path());
-    let err = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success()
-        && err.contains("cannot open a GPU")
-        && std::env::var("SPLAT_REQUIRE_GPU").as_deref() != Ok("1")
-    {
-        eprintln!("skipped: {err}");
+    if no_gpu(&out) {
         return;
     }
     let err = ok(&out);
@@ -192,19 +192,8 @@ fn host_side_options_on_the_gpu_run_per_stage_and_match_the_cpu() {
 #[test]
 fn gpu_bench_reports_the_counters() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    splat_io::dataset::demo::write_demo_dataset(
-        &data,
-        &splat_io::dataset::demo::DemoOptions {
-            width: 64,
-            height: 48,
-            views: 4,
-            points: 300,
-            seed: 5,
-        },
-    )
-    .unwrap();
-    let d = data.to_str().unwrap();
+    let data = demo_data(dir.path(), (64, 48, 4, 300, 5));
+    let d = data.as_str();
     let args = |backend: &'static str, json: &'static str| {
         vec![
             "bench",
@@ -222,12 +211,7 @@ fn gpu_bench_reports_the_counters() {
         ]
     };
     let out = splat(&args("gpu", "gpu.json"), dir.path());
-    let err = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success()
-        && err.contains("cannot open a GPU")
-        && std::env::var("SPLAT_REQUIRE_GPU").as_deref() != Ok("1")
-    {
-        eprintln!("skipped: {err}");
+    if no_gpu(&out) {
         return;
     }
     ok(&out);

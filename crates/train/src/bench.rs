@@ -168,7 +168,8 @@ pub fn run_resident(
     backend: Box<dyn Backend + Send>,
     mut engine: Box<dyn crate::resident::ResidentEngine>,
 ) -> Result<ResidentBench, String> {
-    let timed = engine.enable_stage_timing();
+    // Where the device has no timestamps this stays off and the timing below is None.
+    engine.enable_stage_timing();
     let mut trainer = bench_trainer(ds, opts, backend);
     if let Some(note) = trainer.with_resident(engine)? {
         eprintln!("note: {note}");
@@ -203,7 +204,7 @@ pub fn run_resident(
     // Device ms per stage and step over the measured steps.
     let device_ms = timed_before
         .zip(trainer.resident_stage_timing())
-        .filter(|(a, b)| timed && b.steps > a.steps)
+        .filter(|(a, b)| b.steps > a.steps)
         .map(|(a, b)| {
             let n = (b.steps - a.steps) as f64;
             let mut ms = [0.0; 8];

@@ -68,6 +68,12 @@ fn find(lo_in: u32, hi_in: u32, d: u32, id: u32) -> u32 {
     return lo;
 }
 
+fn store_grads(i: u32, acc: array<f32, 9>) {
+    for (var c = 0u; c < 9u; c++) {
+        grads[i * 9u + c] = acc[c];
+    }
+}
+
 @compute @workgroup_size(256)
 fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = gid.x + gid.y * nwg.x * 256u;
@@ -88,9 +94,7 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
             }
         }
     }
-    for (var c = 0u; c < 9u; c++) {
-        grads[i * 9u + c] = acc[c];
-    }
+    store_grads(i, acc);
 }
 
 @compute @workgroup_size(256)
@@ -110,7 +114,5 @@ fn gather_indexed(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
             }
         }
     }
-    for (var c = 0u; c < 9u; c++) {
-        grads[i * 9u + c] = acc[c];
-    }
+    store_grads(i, acc);
 }
