@@ -232,9 +232,11 @@ fn gpu_bench_reports_the_counters() {
         let v = gpu[key].as_f64().unwrap_or_else(|| panic!("{key}: {gpu}"));
         assert!(v > 0.0, "{key} = {v}");
     }
-    // The bound on device memory per Gaussian at SH 3.
+    // Device memory per Gaussian at SH 3 (the bound is 1,200): parameters and both moments 708,
+    // the projection's outputs, its gradients and the statistics; the parameter gradients (236) are
+    // never stored, as the projection backward is fused with Adam.
     let per_gaussian = gpu["device_bytes_per_gaussian"].as_f64().unwrap();
-    assert!(per_gaussian <= 1200.0, "{per_gaussian} bytes per Gaussian");
+    assert!(per_gaussian <= 850.0, "{per_gaussian} bytes per Gaussian");
     // The template's dispatches and its holes': tens on this small scene.
     let dispatches = gpu["dispatches_per_step"].as_f64().unwrap();
     assert!((20.0..200.0).contains(&dispatches), "{dispatches}");

@@ -27,22 +27,8 @@ pub struct AdamBuffers<'a> {
     pub v: &'a wgpu::Buffer,
 }
 
-/// One group of the resident trainer: its values and moments, and where its gradient sits in the project
-/// backward's packed per-Gaussian gradients.
-pub(crate) struct PackedGroup<'a> {
-    pub values: &'a wgpu::Buffer,
-    pub m: &'a wgpu::Buffer,
-    pub v: &'a wgpu::Buffer,
-    pub packed: &'a wgpu::Buffer,
-    pub status: &'a wgpu::Buffer,
-    /// Values per Gaussian of the group, floats per Gaussian of `packed`, the group's offset there.
-    pub width: usize,
-    pub stride: usize,
-    pub offset: usize,
-}
-
 /// `lr / (1 - b1^t)` and `1 / sqrt(1 - b2^t)` in f64, then `b1`, `b2`, as the shader's `k`.
-fn step_constants(lr: f64, (beta1, beta2): (f64, f64), step: u64) -> [f32; 4] {
+pub(crate) fn step_constants(lr: f64, (beta1, beta2): (f64, f64), step: u64) -> [f32; 4] {
     let bias1 = 1.0 - beta1.powi(step as i32);
     let bias2 = 1.0 - beta2.powi(step as i32);
     [
@@ -126,67 +112,6 @@ impl GpuAdam {
             });
             let (x, y) = ctx.dispatch_size(groups_for(n as u32));
             crate::kernel::record_bound(ctx, enc, &self.pipeline, &bind, (x, y, 1));
-        }
-    }
-
-    /// Records one update of a group of `n` Gaussians whose gradients are in the packed layout, skipped on
-    /// the device when the step's status says halted; chunked by whole Gaussians.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn record_packed(
-        ctx: &GpuContext,
-        enc: &mut dyn Recorder,
-        pipeline: &wgpu::ComputePipeline,
-        group: &PackedGroup<'_>,
-        n: usize,
-        lr: f64,
-        betas: (f64, f64),
-        eps: f64,
-        step: u64,
-    ) {
-        let k = step_constants(lr, betas, step);
-        // Whole Gaussians whose bindings fit, and whose elements one dispatch covers.
-        let unit = (ctx.limits.min_storage_buffer_offset_alignment as usize).max(256);
-        let by_dispatch = (ctx.max_dispatch_invocations() / group.width.max(1)) / unit * unit;
-        let chunk = crate::project::chunk_len_for(ctx, group.stride.max(group.width))
-            .min(by_dispatch.max(unit));
-        let layout = pipeline.get_bind_group_layout(0);
-        for first in (0..n).step_by(chunk) {
-            let len = chunk.min(n - first);
-            let params = AdamParams {
-                n: [
-                    (len * group.width) as u32,
-                    group.width as u32,
-                    group.stride as u32,
-                    group.offset as u32,
-                ],
-                k,
-                e: [eps as f32, 0.0, 0.0, 0.0],
-            };
-            let uniform = ctx
-                .device
-                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some("adam params"),
-                    contents: bytemuck::bytes_of(&params),
-                    usage: wgpu::BufferUsages::UNIFORM,
-                });
-            let part =
-                |b, words| wgpu::BindingResource::Buffer(chunk_binding(b, first, len, words));
-            let entries = [
-                (0, uniform.as_entire_binding()),
-                (2, part(group.values, group.width)),
-                (3, part(group.m, group.width)),
-                (4, part(group.v, group.width)),
-                (5, part(group.packed, group.stride)),
-                (6, group.status.as_entire_binding()),
-            ]
-            .map(|(binding, resource)| wgpu::BindGroupEntry { binding, resource });
-            let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("adam (packed)"),
-                layout: &layout,
-                entries: &entries,
-            });
-            let (x, y) = ctx.dispatch_size(groups_for((len * group.width) as u32));
-            crate::kernel::record_bound(ctx, enc, pipeline, &bind, (x, y, 1));
         }
     }
 

@@ -232,6 +232,16 @@ impl GpuContext {
         !is_hardware(&self.info)
     }
 
+    /// A uniform buffer holding `value`.
+    pub fn uniform_from<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
+        self.device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: bytemuck::bytes_of(value),
+                usage: wgpu::BufferUsages::UNIFORM,
+            })
+    }
+
     /// A storage buffer holding `data` (at least 16 bytes: bindings may not be empty or shorter than one
     /// element, and the widest element here is a `vec4`).
     pub fn storage_from<T: bytemuck::Pod>(&self, label: &str, data: &[T]) -> wgpu::Buffer {

@@ -242,10 +242,6 @@ impl Kernel {
         Kernel { pipeline }
     }
 
-    pub(crate) fn pipeline(&self) -> &wgpu::ComputePipeline {
-        &self.pipeline
-    }
-
     /// Records `groups` workgroups (split into 2D within the device's per-dimension limit) with `params`
     /// as the uniform at binding 0 and `(binding, buffer)` storage bindings.
     pub fn dispatch(

@@ -10,7 +10,7 @@ use splat_render::{GaussianGrads, Projected, ProjectedGrads, RenderSettings};
 
 use crate::context::{GpuContext, GpuError};
 use crate::kernel::module;
-use crate::project::{camera_uniform, chunk_len_for, record_chunked};
+use crate::project::{camera_uniform, chunk_len_for, record_chunked, CameraUniform};
 
 pub struct GpuProjectBackward {
     pub(crate) pipeline: wgpu::ComputePipeline,
@@ -52,31 +52,6 @@ impl GpuProjectBackward {
         }
         let rest = gaussians.sh_rest_len();
         let stride = 14 + rest;
-        let packed_grads: Vec<f32> = (0..n)
-            .flat_map(|i| {
-                let (m, c, col) = (
-                    grads.grad_means2d[i],
-                    grads.grad_conics[i],
-                    grads.grad_colors[i],
-                );
-                [
-                    m[0],
-                    m[1],
-                    c[0],
-                    c[1],
-                    c[2],
-                    col[0],
-                    col[1],
-                    col[2],
-                    grads.grad_opacities[i],
-                ]
-            })
-            .collect();
-        let clamped: Vec<u32> = projected
-            .color_clamped
-            .iter()
-            .map(|c| c[0] as u32 | (c[1] as u32) << 1 | (c[2] as u32) << 2)
-            .collect();
         let bytes = (n * stride * 4) as u64;
         if bytes > ctx.limits.max_buffer_size {
             return Err(GpuError::TooLarge {
@@ -85,40 +60,14 @@ impl GpuProjectBackward {
                 limit: ctx.limits.max_buffer_size,
             });
         }
-        // (buffer, words per Gaussian), in binding order 1..=11.
-        let inputs = [
-            (ctx.storage_from("means", gaussians.means.as_flattened()), 3),
-            (
-                ctx.storage_from("log_scales", gaussians.log_scales.as_flattened()),
-                3,
-            ),
-            (
-                ctx.storage_from("rotations", gaussians.rotations.as_flattened()),
-                4,
-            ),
-            (ctx.storage_from("sh_dc", gaussians.sh_dc.as_flattened()), 3),
-            (ctx.storage_from("sh_rest", &gaussians.sh_rest), rest),
-            (ctx.storage_from("radii", &projected.radii), 1),
-            (
-                ctx.storage_from("conics", projected.conics.as_flattened()),
-                3,
-            ),
-            (ctx.storage_from("opacities", &projected.opacities), 1),
-            (ctx.storage_from("clamped", &clamped), 1),
-            (ctx.storage_from("projected grads", &packed_grads), 9),
-        ];
+        let inputs = upload_inputs(ctx, gaussians, projected, grads);
         let output = ctx.storage("parameter grads", bytes);
-        let cam = CameraParams::<f32>::new(camera);
-        let grid = TileGrid::new(camera.width, camera.height);
-        let coeffs = active_coeffs(settings.sh_degree, gaussians.sh_degree) as u32;
         let mut bindings: Vec<(u32, &wgpu::Buffer, usize)> = inputs
             .iter()
             .enumerate()
             .map(|(k, (b, words))| (1 + k as u32, b, *words))
             .collect();
         bindings.push((11, &output, stride));
-        // Bit 0: the scene is antialiased (its opacities carry the compensation).
-        let flags = gaussians.antialiased as u32;
         let mut enc = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -131,14 +80,7 @@ impl GpuProjectBackward {
             &self.pipeline.get_bind_group_layout(0),
             n,
             chunk_len_for(ctx, stride),
-            |len| {
-                camera_uniform(
-                    camera,
-                    &cam,
-                    &grid,
-                    [len as u32, coeffs, rest as u32, flags],
-                )
-            },
+            camera_for(camera, settings, gaussians),
             &bindings,
         );
         ctx.submit(enc);
@@ -155,4 +97,77 @@ impl GpuProjectBackward {
         }
         Ok(())
     }
+}
+
+/// The per-stage inputs on the device, as `(buffer, words per Gaussian)` in binding order 1..=10:
+/// the parameters the chain reads, the projection's outputs and their gradients.
+pub(crate) fn upload_inputs(
+    ctx: &GpuContext,
+    gaussians: &Gaussians<f32>,
+    projected: &Projected<f32>,
+    grads: &ProjectedGrads<f32>,
+) -> [(wgpu::Buffer, usize); 10] {
+    let n = gaussians.len();
+    let rest = gaussians.sh_rest_len();
+    let packed_grads: Vec<f32> = (0..n)
+        .flat_map(|i| {
+            let (m, c, col) = (
+                grads.grad_means2d[i],
+                grads.grad_conics[i],
+                grads.grad_colors[i],
+            );
+            [
+                m[0],
+                m[1],
+                c[0],
+                c[1],
+                c[2],
+                col[0],
+                col[1],
+                col[2],
+                grads.grad_opacities[i],
+            ]
+        })
+        .collect();
+    let clamped: Vec<u32> = projected
+        .color_clamped
+        .iter()
+        .map(|c| c[0] as u32 | (c[1] as u32) << 1 | (c[2] as u32) << 2)
+        .collect();
+    [
+        (ctx.storage_from("means", gaussians.means.as_flattened()), 3),
+        (
+            ctx.storage_from("log_scales", gaussians.log_scales.as_flattened()),
+            3,
+        ),
+        (
+            ctx.storage_from("rotations", gaussians.rotations.as_flattened()),
+            4,
+        ),
+        (ctx.storage_from("sh_dc", gaussians.sh_dc.as_flattened()), 3),
+        (ctx.storage_from("sh_rest", &gaussians.sh_rest), rest),
+        (ctx.storage_from("radii", &projected.radii), 1),
+        (
+            ctx.storage_from("conics", projected.conics.as_flattened()),
+            3,
+        ),
+        (ctx.storage_from("opacities", &projected.opacities), 1),
+        (ctx.storage_from("clamped", &clamped), 1),
+        (ctx.storage_from("projected grads", &packed_grads), 9),
+    ]
+}
+
+/// Chunk `len`'s camera block for the per-stage path (counts: Gaussians, active SH coefficients,
+/// stored SH rest floats, bit 0 set on an antialiased scene).
+pub(crate) fn camera_for<'a>(
+    camera: &'a Camera,
+    settings: &RenderSettings,
+    gaussians: &Gaussians<f32>,
+) -> impl Fn(usize) -> CameraUniform + 'a {
+    let cam = CameraParams::<f32>::new(camera);
+    let grid = TileGrid::new(camera.width, camera.height);
+    let coeffs = active_coeffs(settings.sh_degree, gaussians.sh_degree) as u32;
+    let rest = gaussians.sh_rest_len() as u32;
+    let flags = gaussians.antialiased as u32;
+    move |len| camera_uniform(camera, &cam, &grid, [len as u32, coeffs, rest, flags])
 }

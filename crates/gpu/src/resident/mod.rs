@@ -51,21 +51,17 @@ use splat_train::TrainState;
 use crate::bin::bits_for;
 use crate::context::{GpuContext, GpuError};
 use crate::densify::StatsParams;
-use crate::kernel::{
-    groups_for, module, record_pass, record_pass_with, replay, Kernel, Op, Recorder,
-};
+use crate::kernel::{groups_for, module, record_pass, replay, Kernel, Op, Recorder};
 use crate::loss::{loss_from_row_sums, LossBuffers};
 use crate::project::{
-    camera_uniform, chunk_binding, chunk_len_for, record_chunked_with, uniform_stride,
-    CameraUniform, OUTPUT_WORDS,
+    camera_uniform, record_chunked_with, uniform_stride, CameraUniform, OUTPUT_WORDS,
 };
+use crate::project_bwd_adam::{AdamStep, FusedBuffers};
 use crate::rasterize::{raster_params, BackwardSums, RasterInputs};
 use crate::scan::{GpuScan, ScanPlan};
 use crate::sort::{Inverse, SortPlan};
 use crate::timing::PassTimer;
-use crate::{
-    GpuAdam, GpuBin, GpuDensifyStats, GpuLoss, GpuProject, GpuProjectBackward, GpuRasterize,
-};
+use crate::{GpuBin, GpuDensifyStats, GpuLoss, GpuProject, GpuProjectBackwardAdam, GpuRasterize};
 
 /// Steps recorded into one submission at most. A block of up to 100 steps is several submissions, each
 /// recorded while the device runs the one before (all but the first's recording hidden).
@@ -79,12 +75,6 @@ struct BookParams {
     b: [u32; 4],
     c: [u32; 4],
     d: [u32; 4],
-}
-
-/// Floats per Gaussian and offset of each group (in [`GROUPS`] order) in the project backward's packed
-/// gradients (means 3, log_scales 3, rotations 4, opacity 1, sh_dc 3, sh_rest).
-fn packed_offset(group: usize) -> usize {
-    [0, 11, 14, 10, 3, 6][group]
 }
 
 /// Whether step `s` updates group `g` (as the host: none on a densification or the last step, all but
@@ -146,9 +136,7 @@ struct Kernels {
     unpack: Kernel,
     overflow: Kernel,
     padding: Kernel,
-    check: Kernel,
     commit: Kernel,
-    adam_packed: wgpu::ComputePipeline,
     classify: wgpu::ComputePipeline,
     scatter: wgpu::ComputePipeline,
     reset: wgpu::ComputePipeline,
@@ -198,7 +186,6 @@ struct Scene {
     counts: wgpu::Buffer,
     count_scan: ScanPlan,
     projected_grads: wgpu::Buffer,
-    packed_grads: wgpu::Buffer,
     /// grad_accum, grad_count, max_radii.
     stats: [wgpu::Buffer; 3],
     project_chunk: usize,
@@ -219,11 +206,6 @@ impl Scene {
             self.n.div_ceil(self.backward_chunk),
         )
     }
-
-    /// Words per Gaussian of the packed parameter gradients (14 + the SH-rest length).
-    fn grad_stride(&self) -> usize {
-        14 + self.rest
-    }
 }
 
 pub struct GpuResident {
@@ -233,7 +215,8 @@ pub struct GpuResident {
     bin: GpuBin,
     raster: GpuRasterize,
     loss: GpuLoss,
-    project_bwd: GpuProjectBackward,
+    /// The projection backward fused with Adam (None where the adapter cannot bind it: unsupported).
+    backward: Option<GpuProjectBackwardAdam>,
     stats: GpuDensifyStats,
     scan: GpuScan,
     k: Kernels,
@@ -279,7 +262,6 @@ impl GpuResident {
     /// [`ResidentEngine::unsupported`] says why and the trainer runs on the host).
     pub fn new(ctx: Arc<GpuContext>, views: &[View]) -> Self {
         let book = module(&ctx, "resident.wgsl", crate::shaders::RESIDENT);
-        let adam_module = module(&ctx, "adam.wgsl", crate::shaders::ADAM);
         let edit = module(&ctx, "densify_edit.wgsl", crate::shaders::DENSIFY_EDIT);
         let pipeline = |m: &wgpu::ShaderModule, entry: &str| {
             ctx.device
@@ -297,9 +279,7 @@ impl GpuResident {
             unpack: Kernel::new(&ctx, &book, "unpack target", "unpack_target"),
             overflow: Kernel::new(&ctx, &book, "check overflow", "check_overflow"),
             padding: Kernel::new(&ctx, &book, "fill padding", "fill_padding"),
-            check: Kernel::new(&ctx, &book, "check finite", "check_finite"),
             commit: Kernel::new(&ctx, &book, "commit finite", "commit_finite"),
-            adam_packed: pipeline(&adam_module, "packed"),
             classify: pipeline(&edit, "classify"),
             scatter: pipeline(&edit, "scatter"),
             reset: pipeline(&edit, "reset_opacity"),
@@ -311,7 +291,7 @@ impl GpuResident {
             bin: GpuBin::new(&ctx),
             raster: GpuRasterize::new(&ctx),
             loss: GpuLoss::new(&ctx),
-            project_bwd: GpuProjectBackward::new(&ctx),
+            backward: None,
             stats: GpuDensifyStats::new(&ctx),
             scan: GpuScan::new(&ctx),
             k,
@@ -339,8 +319,12 @@ impl GpuResident {
             metrics: small("metrics"),
             ctx,
         };
+        match GpuProjectBackwardAdam::new(&engine.ctx) {
+            Ok(b) => engine.backward = Some(b),
+            Err(why) => engine.unsupported = Some(why),
+        }
         if let Err(why) = engine.upload_views(views) {
-            engine.unsupported = Some(why);
+            engine.unsupported.get_or_insert(why);
         }
         engine
     }

@@ -29,7 +29,6 @@ impl GpuResident {
         let pixels = grid.width * grid.height;
         let stride_words = (uniform_stride(ctx) / 16) as u32;
         let (project_chunks, backward_chunks) = scene.chunks();
-        let grad_stride = scene.grad_stride();
         let coeffs = active_coeffs(degree, scene.stored_degree) as u32;
         let p = BookParams {
             a: [s as u32, list.capacity, n, images.views],
@@ -43,9 +42,9 @@ impl GpuResident {
                 (project_chunks + backward_chunks) as u32,
                 stride_words,
                 pixels,
-                grad_stride as u32,
+                0,
             ],
-            d: [3 * grid.height, coeffs, images.views_per_part, 0],
+            d: [0, coeffs, images.views_per_part, 0],
         };
         let book = |enc: &mut dyn Recorder,
                     kernel: &Kernel,
@@ -96,7 +95,6 @@ impl GpuResident {
         let tiles = grid.num_tiles() as u32;
         let pixels = grid.width * grid.height;
         let (project_chunks, backward_chunks) = scene.chunks();
-        let grad_stride = scene.grad_stride();
         let status = &self.status;
         let book = |enc: &mut dyn Recorder,
                     kernel: &Kernel,
@@ -155,9 +153,8 @@ impl GpuResident {
             &scene.project_uniform,
             &bindings,
         );
-        let (means2d, conics, depths, radii, rects, opacities, colors, clamped) = (
-            &pr[0], &pr[1], &pr[2], &pr[3], &pr[4], &pr[5], &pr[6], &pr[7],
-        );
+        let (means2d, conics, depths, radii, rects, opacities, colors) =
+            (&pr[0], &pr[1], &pr[2], &pr[3], &pr[4], &pr[5], &pr[6]);
 
         // Bin into the capacity-sized list.
         enc.stage(STAGE_BIN);
@@ -309,59 +306,17 @@ impl GpuResident {
             );
         }
         enc.stage(STAGE_PROJECT_BWD);
-        let bwd = [
-            (1, &scene.params[0], 3),
-            (2, &scene.params[4], 3),
-            (3, &scene.params[5], 4),
-            (4, &scene.params[1], 3),
-            (5, &scene.params[2], scene.rest),
-            (6, radii, 1),
-            (7, conics, 3),
-            (8, opacities, 1),
-            (9, clamped, 1),
-            (10, &scene.projected_grads, 9),
-            (11, &scene.packed_grads, grad_stride),
-        ];
-        record_chunked_with(
+        // Whether every gradient (and the loss) is finite; the gradients themselves are formed again
+        // and applied by the tail's Adam (`project_bwd_adam.rs`).
+        self.backward().record_check(
             ctx,
             enc,
-            &self.project_bwd.pipeline,
-            &self.project_bwd.pipeline.get_bind_group_layout(0),
-            scene.n,
-            scene.backward_chunk,
+            &self.fused_buffers(scene),
+            (scene.n, scene.backward_chunk),
             &scene.backward_uniform,
-            &bwd,
+            &loss.sums,
+            3 * grid.height,
         );
-
-        // Finite or halt; then what changes the state.
-        // In chunks of Gaussians whose packed gradients fit a binding; the first also checks the loss.
-        for first in (0..scene.n).step_by(scene.backward_chunk) {
-            let len = scene.backward_chunk.min(scene.n - first);
-            let mut q = p;
-            q.a[2] = len as u32;
-            q.d[0] = if first == 0 { 3 * grid.height } else { 0 };
-            let (x, y) = ctx.dispatch_size(groups_for(len as u32));
-            record_pass_with(
-                ctx,
-                enc,
-                self.k.check.pipeline(),
-                bytemuck::bytes_of(&q),
-                vec![
-                    (1, status.as_entire_binding()),
-                    (
-                        11,
-                        wgpu::BindingResource::Buffer(chunk_binding(
-                            &scene.packed_grads,
-                            first,
-                            len,
-                            grad_stride,
-                        )),
-                    ),
-                    (12, loss.sums.as_entire_binding()),
-                ],
-                (x, y, 1),
-            );
-        }
         enc.hole(HOLE_TAIL);
     }
 
@@ -382,7 +337,6 @@ impl GpuResident {
         let loss = self.loss_bufs.as_ref().expect("views uploaded");
         let grid = &images.grid;
         let n = scene.n as u32;
-        let grad_stride = scene.grad_stride();
         let status = &self.status;
         if hole == HOLE_METRICS {
             let row_bytes = 3 * grid.height as u64 * 4;
@@ -430,36 +384,47 @@ impl GpuResident {
         }
         if let Some(position_lr) = step.position_lr {
             let lrs = constants.lrs(position_lr);
+            let mut adam = AdamStep {
+                groups: [None; 6],
+                betas: constants.config.adam_betas(),
+                eps: splat_train::adam::EPS,
+            };
             for (g, t) in adam_steps.iter_mut().enumerate() {
-                if !adam_applies(step, g) {
-                    continue;
+                if adam_applies(step, g) {
+                    *t += 1;
+                    adam.groups[g] = Some((lrs[g], *t));
                 }
-                *t += 1;
-                let width = [3, 3, scene.rest, 1, 3, 4][g];
-                if width == 0 {
-                    continue;
-                }
-                GpuAdam::record_packed(
-                    ctx,
-                    enc,
-                    &self.k.adam_packed,
-                    &crate::adam::PackedGroup {
-                        values: &scene.params[g],
-                        m: &scene.m[g],
-                        v: &scene.v[g],
-                        packed: &scene.packed_grads,
-                        status,
-                        width,
-                        stride: grad_stride,
-                        offset: packed_offset(g),
-                    },
-                    scene.n,
-                    lrs[g],
-                    constants.config.adam_betas(),
-                    splat_train::adam::EPS,
-                    *t,
-                );
             }
+            self.backward().record_apply(
+                ctx,
+                enc,
+                &self.fused_buffers(scene),
+                (scene.n, scene.backward_chunk),
+                &scene.backward_uniform,
+                &adam,
+            );
+        }
+    }
+
+    fn backward(&self) -> &GpuProjectBackwardAdam {
+        self.backward
+            .as_ref()
+            .expect("an engine without it is unsupported")
+    }
+
+    /// What the fused projection backward and Adam read and update.
+    fn fused_buffers<'a>(&'a self, scene: &'a Scene) -> FusedBuffers<'a> {
+        FusedBuffers {
+            params: &scene.params,
+            m: &scene.m,
+            v: &scene.v,
+            radii: &scene.projected[3],
+            conics: &scene.projected[1],
+            opacities: &scene.projected[5],
+            clamped: &scene.projected[7],
+            projected_grads: &scene.projected_grads,
+            status: &self.status,
+            rest: scene.rest,
         }
     }
 }

@@ -22,7 +22,6 @@ impl GpuResident {
             return Err("no Gaussians to train".into());
         }
         let rest = 3 * ((degree + 1) * (degree + 1) - 1);
-        let grad_stride = 14 + rest;
         // The widest whole-bound per-Gaussian buffer: the projected gradients, 36 bytes.
         let most = max_gaussians(ctx);
         if n > most {
@@ -41,7 +40,6 @@ impl GpuResident {
         let counts = ctx.storage("tile counts", (n as u64 + 1) * 4);
         let count_scan = ScanPlan::new(ctx, n as u32 + 1);
         let projected_grads = ctx.storage("projected grads", (n * 9 * 4) as u64);
-        let packed_grads = ctx.storage("parameter grads", (n * grad_stride * 4) as u64);
         let stats = [0, 1, 2].map(|_| ctx.storage("densification statistics", n as u64 * 4));
         let mut enc = ctx
             .device
@@ -53,7 +51,7 @@ impl GpuResident {
         }
         ctx.submit(enc);
         let project_chunk = GpuProject::chunk_len(ctx, rest);
-        let backward_chunk = chunk_len_for(ctx, grad_stride);
+        let backward_chunk = GpuProjectBackwardAdam::chunk_len(ctx, rest);
         let (pc, bc) = (n.div_ceil(project_chunk), n.div_ceil(backward_chunk));
         let stride = uniform_stride(ctx);
         let uniform = |label, chunks: usize| {
@@ -83,7 +81,6 @@ impl GpuResident {
             counts,
             count_scan,
             projected_grads,
-            packed_grads,
             stats,
             project_chunk,
             backward_chunk,
@@ -100,7 +97,7 @@ impl GpuResident {
         let mut gaussian: Vec<&wgpu::Buffer> = Vec::new();
         gaussian.extend(scene.params.iter().chain(&scene.m).chain(&scene.v));
         gaussian.extend(scene.projected.iter().chain(&scene.stats));
-        gaussian.extend([&scene.counts, &scene.projected_grads, &scene.packed_grads]);
+        gaussian.extend([&scene.counts, &scene.projected_grads]);
         let mut entries: Vec<&wgpu::Buffer> = list.a.iter().chain(&list.b).collect();
         entries.extend([&list.emitted, &list.inverse]);
         entries.extend(&list.records);

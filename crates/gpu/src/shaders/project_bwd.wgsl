@@ -1,22 +1,63 @@
 // Project and SH backward: from the gradients of the screen-space quantities (the rasterize backward's 9
 // values per Gaussian) to the gradients of every parameter, one invocation per Gaussian, following
-// `splat_render::project_bwd` (the chain is written out there). Output per Gaussian, packed:
-// means (3), log_scales (3), rotations (4), opacity logit (1), sh_dc (3), sh_rest (stored floats).
+// `splat_render::project_bwd` (the chain is written out there). Per Gaussian, packed: means (3),
+// log_scales (3), rotations (4), opacity logit (1), sh_dc (3), sh_rest (stored floats).
 // `Camera`, the SH constants and `dot3` come from `common_camera.wgsl`.
+//
+// Three entry points share `parameter_gradients`: `main` stores the gradients (the per-stage path);
+// the resident step never stores them: `check` only asks whether every one is finite (the step halts
+// otherwise), and `apply`, once the step is known good, forms them again and applies Adam to every
+// group in place (`adam.wgsl`'s arithmetic), so the parameter gradients (59 floats a Gaussian at SH 3)
+// never exist whole.
 
 @group(0) @binding(0) var<uniform> cam: Camera;
-@group(0) @binding(1) var<storage, read> means: array<f32>;
-@group(0) @binding(2) var<storage, read> log_scales: array<f32>;
-@group(0) @binding(3) var<storage, read> rotations: array<f32>;
-@group(0) @binding(4) var<storage, read> sh_dc: array<f32>;
-@group(0) @binding(5) var<storage, read> sh_rest: array<f32>;
+// Read by every entry point; `apply` also updates them.
+@group(0) @binding(1) var<storage, read_write> means: array<f32>;
+@group(0) @binding(2) var<storage, read_write> log_scales: array<f32>;
+@group(0) @binding(3) var<storage, read_write> rotations: array<f32>;
+@group(0) @binding(4) var<storage, read_write> sh_dc: array<f32>;
+@group(0) @binding(5) var<storage, read_write> sh_rest: array<f32>;
 @group(0) @binding(6) var<storage, read> radii: array<u32>;
 @group(0) @binding(7) var<storage, read> conics: array<f32>;
 @group(0) @binding(8) var<storage, read> opacities: array<f32>;
 @group(0) @binding(9) var<storage, read> clamped: array<u32>;
 // grad mean2d (2), conic (3), colour (3), opacity (1).
 @group(0) @binding(10) var<storage, read> projected_grads: array<f32>;
+// `main`: the packed gradients.
 @group(0) @binding(11) var<storage, read_write> out: array<f32>;
+// `check` and `apply`: the resident step's status words (`resident.wgsl`: [0] the halted step, [4] set
+// when a value is not finite) and the loss's row sums (`check`).
+@group(0) @binding(12) var<storage, read_write> status: array<atomic<u32>>;
+@group(0) @binding(13) var<storage, read> row_sums: array<f32>;
+
+struct AdamStep {
+    // Per group (means, sh_dc, sh_rest, opacity, log_scales, rotations): lr / (1 - b1^t),
+    // 1 / sqrt(1 - b2^t), b1, b2.
+    k: array<vec4<f32>, 6>,
+    // eps, unused x3.
+    e: vec4<f32>,
+    // bit g: group g is updated this step; the loss's row sums to check; unused x2.
+    n: vec4<u32>,
+}
+
+@group(0) @binding(14) var<uniform> adam_step: AdamStep;
+// `apply`: the opacity logits and each group's moments (m, v) in the order above.
+@group(0) @binding(15) var<storage, read_write> opacity_logits: array<f32>;
+@group(0) @binding(16) var<storage, read_write> m_means: array<f32>;
+@group(0) @binding(17) var<storage, read_write> v_means: array<f32>;
+@group(0) @binding(18) var<storage, read_write> m_sh_dc: array<f32>;
+@group(0) @binding(19) var<storage, read_write> v_sh_dc: array<f32>;
+@group(0) @binding(20) var<storage, read_write> m_sh_rest: array<f32>;
+@group(0) @binding(21) var<storage, read_write> v_sh_rest: array<f32>;
+@group(0) @binding(22) var<storage, read_write> m_opacity: array<f32>;
+@group(0) @binding(23) var<storage, read_write> v_opacity: array<f32>;
+@group(0) @binding(24) var<storage, read_write> m_log_scales: array<f32>;
+@group(0) @binding(25) var<storage, read_write> v_log_scales: array<f32>;
+@group(0) @binding(26) var<storage, read_write> m_rotations: array<f32>;
+@group(0) @binding(27) var<storage, read_write> v_rotations: array<f32>;
+
+// One Gaussian's gradients, packed as above (14 + at most 45 floats).
+var<private> pg: array<f32, 59>;
 
 // Rows of a 3 x 3 matrix product a b.
 fn mul33(a: mat3x3<f32>, b: mat3x3<f32>) -> mat3x3<f32> {
@@ -29,17 +70,15 @@ fn mul33(a: mat3x3<f32>, b: mat3x3<f32>) -> mat3x3<f32> {
     return o;
 }
 
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = gid.x + gid.y * nwg.x * 256u;
-    if i >= cam.counts.x {
-        return;
-    }
+fn index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return gid.x + gid.y * nwg.x * 256u;
+}
+
+// Gaussian i's gradients into `pg` (zeros where it was not visible).
+fn parameter_gradients(i: u32) {
     let rest = cam.counts.z;
-    let stride = 14u + rest;
-    let o0 = i * stride;
-    for (var k = 0u; k < stride; k++) {
-        out[o0 + k] = 0.0;
+    for (var k = 0u; k < 14u + rest; k++) {
+        pg[k] = 0.0;
     }
     if radii[i] == 0u {
         return;
@@ -193,11 +232,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let zd = d.z * d.z;
     var gb: array<f32, 16>;
     for (var ch = 0u; ch < 3u; ch++) {
-        out[o0 + 11u + ch] = b[0] * gc[ch];
+        pg[11u + ch] = b[0] * gc[ch];
         gb[0] += sh_dc[3u * i + ch] * gc[ch];
         for (var k = 1u; k < coeffs; k++) {
             let at = (k - 1u) * 3u + ch;
-            out[o0 + 14u + at] = b[k] * gc[ch];
+            pg[14u + at] = b[k] * gc[ch];
             gb[k] += sh_rest[i * rest + at] * gc[ch];
         }
     }
@@ -225,15 +264,128 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         let dd = dot3(d, gd);
         g_mean += (gd - d * dd) / norm;
     }
-    out[o0] = g_mean.x;
-    out[o0 + 1u] = g_mean.y;
-    out[o0 + 2u] = g_mean.z;
-    out[o0 + 3u] = g_ls.x;
-    out[o0 + 4u] = g_ls.y;
-    out[o0 + 5u] = g_ls.z;
-    out[o0 + 6u] = g_quat.x;
-    out[o0 + 7u] = g_quat.y;
-    out[o0 + 8u] = g_quat.z;
-    out[o0 + 9u] = g_quat.w;
-    out[o0 + 10u] = g_logit;
+    pg[0u] = g_mean.x;
+    pg[1u] = g_mean.y;
+    pg[2u] = g_mean.z;
+    pg[3u] = g_ls.x;
+    pg[4u] = g_ls.y;
+    pg[5u] = g_ls.z;
+    pg[6u] = g_quat.x;
+    pg[7u] = g_quat.y;
+    pg[8u] = g_quat.z;
+    pg[9u] = g_quat.w;
+    pg[10u] = g_logit;
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = index(gid, nwg);
+    if i >= cam.counts.x {
+        return;
+    }
+    parameter_gradients(i);
+    let stride = 14u + cam.counts.z;
+    for (var k = 0u; k < stride; k++) {
+        out[i * stride + k] = pg[k];
+    }
+}
+
+fn finite(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
+}
+
+// Sets status[4] when a gradient of this chunk's Gaussians is not finite; invocation 0 of each chunk
+// also checks the loss's row sums.
+@compute @workgroup_size(256)
+fn check(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = index(gid, nwg);
+    var ok = true;
+    if i < cam.counts.x {
+        parameter_gradients(i);
+        for (var k = 0u; k < 14u + cam.counts.z; k++) {
+            ok = ok && finite(pg[k]);
+        }
+    }
+    if i == 0u {
+        for (var k = 0u; k < adam_step.n.y; k++) {
+            ok = ok && finite(row_sums[k]);
+        }
+    }
+    if !ok {
+        atomicOr(&status[4], 1u);
+    }
+}
+
+// Adam's update of one value of group g (`adam.wgsl`, the same arithmetic): (m, v, value) after it.
+fn adam(g: u32, grad: f32, m: f32, v: f32, value: f32) -> vec3<f32> {
+    let k = adam_step.k[g];
+    let m1 = k.z * m + (1.0 - k.z) * grad;
+    let v1 = k.w * v + (1.0 - k.w) * grad * grad;
+    return vec3<f32>(m1, v1, value - k.x * m1 / (sqrt(v1) * k.y + adam_step.e.x));
+}
+
+fn updates(g: u32) -> bool {
+    return (adam_step.n.x & (1u << g)) != 0u;
+}
+
+// The gradients again, then Adam on every group the step updates (nothing on a halted step).
+@compute @workgroup_size(256)
+fn apply(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = index(gid, nwg);
+    if i >= cam.counts.x || atomicLoad(&status[0]) != 0u {
+        return;
+    }
+    parameter_gradients(i);
+    if updates(0u) {
+        for (var c = 0u; c < 3u; c++) {
+            let j = 3u * i + c;
+            let r = adam(0u, pg[c], m_means[j], v_means[j], means[j]);
+            m_means[j] = r.x;
+            v_means[j] = r.y;
+            means[j] = r.z;
+        }
+    }
+    if updates(1u) {
+        for (var c = 0u; c < 3u; c++) {
+            let j = 3u * i + c;
+            let r = adam(1u, pg[11u + c], m_sh_dc[j], v_sh_dc[j], sh_dc[j]);
+            m_sh_dc[j] = r.x;
+            v_sh_dc[j] = r.y;
+            sh_dc[j] = r.z;
+        }
+    }
+    let rest = cam.counts.z;
+    if updates(2u) {
+        for (var c = 0u; c < rest; c++) {
+            let j = rest * i + c;
+            let r = adam(2u, pg[14u + c], m_sh_rest[j], v_sh_rest[j], sh_rest[j]);
+            m_sh_rest[j] = r.x;
+            v_sh_rest[j] = r.y;
+            sh_rest[j] = r.z;
+        }
+    }
+    if updates(3u) {
+        let r = adam(3u, pg[10], m_opacity[i], v_opacity[i], opacity_logits[i]);
+        m_opacity[i] = r.x;
+        v_opacity[i] = r.y;
+        opacity_logits[i] = r.z;
+    }
+    if updates(4u) {
+        for (var c = 0u; c < 3u; c++) {
+            let j = 3u * i + c;
+            let r = adam(4u, pg[3u + c], m_log_scales[j], v_log_scales[j], log_scales[j]);
+            m_log_scales[j] = r.x;
+            v_log_scales[j] = r.y;
+            log_scales[j] = r.z;
+        }
+    }
+    if updates(5u) {
+        for (var c = 0u; c < 4u; c++) {
+            let j = 4u * i + c;
+            let r = adam(5u, pg[6u + c], m_rotations[j], v_rotations[j], rotations[j]);
+            m_rotations[j] = r.x;
+            v_rotations[j] = r.y;
+            rotations[j] = r.z;
+        }
+    }
 }

@@ -1,6 +1,6 @@
 // The resident trainer's per-step bookkeeping (see `resident.rs`): drawing the step's view, the camera
 // blocks and target image of that view, the padding of the capacity-sized intersection list, and the step
-// status that halts a block without changing anything.
+// status that halts a block without changing anything (the gradients are checked by `project_bwd.wgsl`).
 //
 // status: [0] the step (1-based within the submission) that halted it, 0 while running; [1] why: 1 the
 // intersection list overflowed its capacity, 2 a loss or gradient was not finite; [2] the view of the
@@ -12,10 +12,9 @@ struct Params {
     a: vec4<u32>,
     // seed word (`splat_train::random::seed_word`), unused, draw index of the step, tiles.
     b: vec4<u32>,
-    // camera blocks to write, 16-byte words between blocks, pixels per image, floats per Gaussian of the
-    // packed parameter gradients.
+    // camera blocks to write, 16-byte words between blocks, pixels per image, unused.
     c: vec4<u32>,
-    // loss row sums (3 x height), active SH coefficients of the step, views per image part, unused.
+    // unused, active SH coefficients of the step, views per image part, unused.
     d: vec4<u32>,
 }
 
@@ -35,8 +34,6 @@ struct Params {
 @group(0) @binding(8) var<storage, read> counts: array<u32>;
 @group(0) @binding(9) var<storage, read_write> key_tile: array<u32>;
 @group(0) @binding(10) var<storage, read_write> key_depth: array<u32>;
-@group(0) @binding(11) var<storage, read> packed_grads: array<f32>;
-@group(0) @binding(12) var<storage, read> row_sums: array<f32>;
 @group(0) @binding(13) var<storage, read> images_1: array<u32>;
 @group(0) @binding(14) var<storage, read> images_2: array<u32>;
 @group(0) @binding(15) var<storage, read> images_3: array<u32>;
@@ -132,32 +129,6 @@ fn fill_padding(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     }
     key_tile[i] = params.b.w;
     key_depth[i] = 0xffffffffu;
-}
-
-fn finite(x: f32) -> bool {
-    return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
-}
-
-// Per Gaussian of this chunk (a.z of them, the binding starting at the chunk), its packed parameter
-// gradients; invocation 0 also the loss's row sums (d.x of them: 0 but in the first chunk).
-@compute @workgroup_size(256)
-fn check_finite(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = index(gid, nwg);
-    var ok = true;
-    if i < params.a.z {
-        let stride = params.c.w;
-        for (var k = 0u; k < stride; k++) {
-            ok = ok && finite(packed_grads[i * stride + k]);
-        }
-    }
-    if i == 0u {
-        for (var k = 0u; k < params.d.x; k++) {
-            ok = ok && finite(row_sums[k]);
-        }
-    }
-    if !ok {
-        atomicOr(&status[4], 1u);
-    }
 }
 
 // One invocation: a non-finite step halts the block (the host records it as skipped and goes on).
