@@ -4,7 +4,7 @@
 # machine lacks libvulkan), then run this there. Each step gets what is left of a deadline
 # (DEADLINE_S, default 470 s), so the whole script ends in time and the logs always come back; the most
 # wanted numbers come first (issue 21: fern images_8 and lego before and after, atomic sums, fern 7,000
-# steps, then images_4).
+# steps, images_4, then 10 million Gaussians).
 # Everything goes to $OUT/log.txt plus one small results.tgz (metrics, JSON benches).
 set -uo pipefail
 OUT=${OUT:-device-results}; mkdir -p "$OUT" /tmp/res
@@ -62,6 +62,10 @@ for bin in splat splat-old; do
   step "fern-7k-$bin" 120 "$B/$bin" train "$D/fern" --images images_8 --eval --iters 7000 --backend gpu -o "/tmp/fern-7k-$bin"
   cp "/tmp/fern-7k-$bin/metrics.json" "$R/fern-7k-$bin-metrics.json" 2>/dev/null
 done
+# Scale: 10 million Gaussians (the built-in scene, SH 3) trained resident on lego's views.
+step scale-10m-scene 60 "$B/splat" builtin-scene --gaussians 10000000 -o /tmp/s10m.ply
+step scale-10m 150 /usr/bin/time -v "$B/splat" bench "$D/lego" --scene /tmp/s10m.ply --sh-degree 3 \
+  --backend gpu --steps 5 --warmup 2 --json "$R/scale-10m.json"
 [ -x "$B/raster_backward_sums" ] && step sums-fern8 40 "$B/raster_backward_sums" "$D/fern" images_8 20
 step fern8-cpu 40 "$B/splat" bench "$D/fern" --images images_8 --backend cpu --steps 20 --warmup 3 --json $R/fern8-cpu.json
 tar -czf "$OUT/results.tgz" -C /tmp res
