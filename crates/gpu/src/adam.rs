@@ -4,7 +4,7 @@
 use wgpu::util::DeviceExt;
 
 use crate::context::{GpuContext, GpuError};
-use crate::kernel::{groups_for, module, Recorder};
+use crate::kernel::{compute_pipeline, groups_for, module, Recorder};
 use crate::project::chunk_binding;
 
 #[repr(C)]
@@ -42,16 +42,7 @@ pub(crate) fn step_constants(lr: f64, (beta1, beta2): (f64, f64), step: u64) -> 
 impl GpuAdam {
     pub fn new(ctx: &GpuContext) -> Self {
         let m = module(ctx, "adam.wgsl", crate::shaders::ADAM);
-        let pipeline = ctx
-            .device
-            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some("adam"),
-                layout: None,
-                module: &m,
-                entry_point: Some("main"),
-                compilation_options: Default::default(),
-                cache: None,
-            });
+        let pipeline = compute_pipeline(ctx, &m, "adam", "main");
         GpuAdam { pipeline }
     }
 

@@ -4,7 +4,7 @@
 use splat_render::{Projected, ProjectedGrads};
 
 use crate::context::{GpuContext, GpuError};
-use crate::kernel::{groups_for, module, record_pass};
+use crate::kernel::{compute_pipeline, groups_for, module, record_pass};
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
@@ -20,16 +20,7 @@ pub struct GpuDensifyStats {
 impl GpuDensifyStats {
     pub fn new(ctx: &GpuContext) -> Self {
         let m = module(ctx, "densify_stats.wgsl", crate::shaders::DENSIFY_STATS);
-        let pipeline = ctx
-            .device
-            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some("densify stats"),
-                layout: None,
-                module: &m,
-                entry_point: Some("main"),
-                compilation_options: Default::default(),
-                cache: None,
-            });
+        let pipeline = compute_pipeline(ctx, &m, "densify stats", "main");
         GpuDensifyStats { pipeline }
     }
 

@@ -229,17 +229,9 @@ impl Kernel {
         label: &'static str,
         entry: &str,
     ) -> Self {
-        let pipeline = ctx
-            .device
-            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(label),
-                layout: None,
-                module,
-                entry_point: Some(entry),
-                compilation_options: Default::default(),
-                cache: None,
-            });
-        Kernel { pipeline }
+        Kernel {
+            pipeline: compute_pipeline(ctx, module, label, entry),
+        }
     }
 
     /// Records `groups` workgroups (split into 2D within the device's per-dimension limit) with `params`
@@ -336,6 +328,24 @@ pub fn record_bound(
 /// Workgroups for `n` invocations.
 pub fn groups_for(n: u32) -> u32 {
     n.div_ceil(WORKGROUP).max(1)
+}
+
+/// The pipeline of `module`'s `entry`, its bind group layout derived from the shader.
+pub fn compute_pipeline(
+    ctx: &GpuContext,
+    module: &wgpu::ShaderModule,
+    label: &str,
+    entry: &str,
+) -> wgpu::ComputePipeline {
+    ctx.device
+        .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(label),
+            layout: None,
+            module,
+            entry_point: Some(entry),
+            compilation_options: Default::default(),
+            cache: None,
+        })
 }
 
 pub fn module(ctx: &GpuContext, label: &str, source: &str) -> wgpu::ShaderModule {

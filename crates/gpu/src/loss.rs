@@ -7,7 +7,7 @@
 use splat_train::loss::{gaussian_taps, LossValue, SSIM_C1, SSIM_C2};
 
 use crate::context::{GpuContext, GpuError};
-use crate::kernel::{module, record_pass, Recorder};
+use crate::kernel::{compute_pipeline, module, record_pass, Recorder};
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
@@ -30,17 +30,7 @@ pub struct GpuLoss {
 impl GpuLoss {
     pub fn new(ctx: &GpuContext) -> Self {
         let m = module(ctx, "loss.wgsl", crate::shaders::LOSS);
-        let p = |entry: &str| {
-            ctx.device
-                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(entry),
-                    layout: None,
-                    module: &m,
-                    entry_point: Some(entry),
-                    compilation_options: Default::default(),
-                    cache: None,
-                })
-        };
+        let p = |entry: &str| compute_pipeline(ctx, &m, entry, entry);
         GpuLoss {
             products_h: p("products_h"),
             blur_h: p("blur_h"),

@@ -96,6 +96,18 @@ pub(crate) fn record_chunked(
     camera_for: impl Fn(usize) -> CameraUniform,
     buffers: &[(u32, &wgpu::Buffer, usize)],
 ) {
+    let uniform = camera_blocks(ctx, n, chunk, camera_for);
+    record_chunked_with(ctx, enc, pipeline, layout, n, chunk, &uniform, buffers);
+}
+
+/// The camera blocks of `n` Gaussians in chunks of `chunk`, chunk `c`'s (`camera_for(its length)`) at
+/// `c * uniform_stride`, as [`record_chunked_with`] binds them.
+pub(crate) fn camera_blocks(
+    ctx: &GpuContext,
+    n: usize,
+    chunk: usize,
+    camera_for: impl Fn(usize) -> CameraUniform,
+) -> wgpu::Buffer {
     let chunks = n.div_ceil(chunk);
     let stride = uniform_stride(ctx);
     let block = std::mem::size_of::<CameraUniform>();
@@ -104,15 +116,14 @@ pub(crate) fn record_chunked(
         let len = chunk.min(n - c * chunk);
         bytes[c * stride..][..block].copy_from_slice(bytemuck::bytes_of(&camera_for(len)));
     }
-    let uniform = wgpu::util::DeviceExt::create_buffer_init(
+    wgpu::util::DeviceExt::create_buffer_init(
         &ctx.device,
         &wgpu::util::BufferInitDescriptor {
             label: Some("camera"),
             contents: &bytes,
             usage: wgpu::BufferUsages::UNIFORM,
         },
-    );
-    record_chunked_with(ctx, enc, pipeline, layout, n, chunk, &uniform, buffers);
+    )
 }
 
 /// Bytes between the camera blocks of consecutive chunks in the uniform buffer.

@@ -9,7 +9,7 @@ use splat_render::types::reset_grads;
 use splat_render::{GaussianGrads, Projected, ProjectedGrads, RenderSettings};
 
 use crate::context::{GpuContext, GpuError};
-use crate::kernel::module;
+use crate::kernel::{compute_pipeline, module};
 use crate::project::{camera_uniform, chunk_len_for, record_chunked, CameraUniform};
 
 pub struct GpuProjectBackward {
@@ -19,16 +19,7 @@ pub struct GpuProjectBackward {
 impl GpuProjectBackward {
     pub fn new(ctx: &GpuContext) -> Self {
         let m = module(ctx, "project_bwd.wgsl", crate::shaders::PROJECT_BWD);
-        let pipeline = ctx
-            .device
-            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some("project backward"),
-                layout: None,
-                module: &m,
-                entry_point: Some("main"),
-                compilation_options: Default::default(),
-                cache: None,
-            });
+        let pipeline = compute_pipeline(ctx, &m, "project backward", "main");
         GpuProjectBackward { pipeline }
     }
 

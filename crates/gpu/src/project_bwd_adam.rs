@@ -18,8 +18,8 @@ use splat_train::state::{group_params, group_width, GROUPS};
 
 use crate::adam::step_constants;
 use crate::context::{GpuContext, GpuError};
-use crate::kernel::{module, Recorder};
-use crate::project::{chunk_len_for, record_chunked, record_chunked_with};
+use crate::kernel::{compute_pipeline, module, Recorder};
+use crate::project::{camera_blocks, chunk_len_for, record_chunked_with};
 use crate::project_bwd::{camera_for, upload_inputs};
 
 /// Storage buffers `apply` binds (parameters, moments, projection, gradients, status).
@@ -135,17 +135,7 @@ impl GpuProjectBackwardAdam {
             ));
         }
         let m = module(ctx, "project_bwd.wgsl", crate::shaders::PROJECT_BWD);
-        let pipeline = |entry: &str| {
-            ctx.device
-                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(entry),
-                    layout: None,
-                    module: &m,
-                    entry_point: Some(entry),
-                    compilation_options: Default::default(),
-                    cache: None,
-                })
-        };
+        let pipeline = |entry: &str| compute_pipeline(ctx, &m, entry, entry);
         Ok(GpuProjectBackwardAdam {
             check: pipeline("check"),
             apply: pipeline("apply"),
@@ -236,37 +226,28 @@ impl GpuProjectBackwardAdam {
             rest,
         };
         let chunk = Self::chunk_len(ctx, rest);
-        let record = |pipeline: &wgpu::ComputePipeline,
-                      bindings: &[(u32, &wgpu::Buffer, usize)]| {
-            let mut enc = ctx.device.create_command_encoder(&Default::default());
-            let layout = pipeline.get_bind_group_layout(0);
-            let cameras = camera_for(camera, settings, gaussians);
-            record_chunked(
-                ctx, &mut enc, pipeline, &layout, n, chunk, cameras, bindings,
-            );
-            ctx.submit(enc);
-        };
-        let rows = ctx.storage("no loss rows", 16);
-        let none = ctx.uniform_from("check", &AdamStep::none().uniform(0));
-        let mut bindings = bufs.common();
-        bindings.extend([(13, &rows, 0), (14, &none, 0)]);
-        record(&self.check, &bindings);
+        let cameras = camera_blocks(ctx, n, chunk, camera_for(camera, settings, gaussians));
+        let no_rows = ctx.storage("no loss rows", 16);
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        self.record_check(ctx, &mut enc, &bufs, (n, chunk), &cameras, &no_rows, 0);
+        ctx.submit(enc);
         if ctx.read::<u32>(&status, 8)?[4] != 0 {
             return Ok(false);
         }
-        let mut step = AdamStep::none();
-        step.betas = betas;
-        step.eps = eps;
+        let mut step = AdamStep {
+            betas,
+            eps,
+            ..AdamStep::none()
+        };
         for (g, lr) in lrs.iter().enumerate() {
             if let Some(lr) = *lr {
                 adam[g].step += 1;
                 step.groups[g] = Some((lr, adam[g].step));
             }
         }
-        let uniform = ctx.uniform_from("adam step", &step.uniform(0));
-        let mut bindings = bufs.for_apply();
-        bindings.push((14, &uniform, 0));
-        record(&self.apply, &bindings);
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        self.record_apply(ctx, &mut enc, &bufs, (n, chunk), &cameras, &step);
+        ctx.submit(enc);
         for g in 0..GROUPS.len() {
             let len = n * group_width(gaussians, g);
             if len == 0 {

@@ -6,7 +6,7 @@ use splat_render::{Bins, Projected, ProjectedGrads, RasterOutput, RenderSettings
 
 use crate::bin::rect_words;
 use crate::context::{GpuContext, GpuError};
-use crate::kernel::{groups_for, module, record_pass};
+use crate::kernel::{compute_pipeline, groups_for, module, record_pass};
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
@@ -142,15 +142,7 @@ impl GpuRasterize {
             crate::shaders::RASTERIZE_BWD_ABS,
         );
         let pipeline = |m: &wgpu::ShaderModule, label: &str, entry: &str| {
-            ctx.device
-                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(label),
-                    layout: None,
-                    module: m,
-                    entry_point: Some(entry),
-                    compilation_options: Default::default(),
-                    cache: None,
-                })
+            compute_pipeline(ctx, m, label, entry)
         };
         GpuRasterize {
             forward: pipeline(&fwd, "rasterize forward", "main"),

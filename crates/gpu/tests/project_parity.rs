@@ -7,7 +7,6 @@
 mod common;
 
 use common::context;
-use splat_core::synthetic::{random_scene, RandomSceneOptions};
 use splat_core::{Camera, Gaussians};
 use splat_gpu::GpuProject;
 use splat_render::{project, Projected, RenderSettings};
@@ -24,18 +23,7 @@ fn camera(w: u32, h: u32) -> Camera {
 }
 
 fn scene(seed: u64, count: usize, degree: usize) -> Gaussians<f32> {
-    random_scene(
-        seed,
-        &RandomSceneOptions {
-            count,
-            sh_degree: degree,
-            // Some behind the camera, some huge, some off-screen.
-            extent: 3.5,
-            log_scale_range: (-4.0, 0.5),
-            ..Default::default()
-        },
-    )
-    .cast::<f32>()
+    common::random_gaussians(seed, count, degree)
 }
 
 fn rel_close(what: &str, i: usize, a: f32, b: f32, rel: f32, abs: f32) {

@@ -51,7 +51,9 @@ use splat_train::TrainState;
 use crate::bin::bits_for;
 use crate::context::{GpuContext, GpuError};
 use crate::densify::StatsParams;
-use crate::kernel::{groups_for, module, record_pass, replay, Kernel, Op, Recorder};
+use crate::kernel::{
+    compute_pipeline, groups_for, module, record_pass, replay, Kernel, Op, Recorder,
+};
 use crate::loss::{loss_from_row_sums, LossBuffers};
 use crate::project::{
     camera_uniform, record_chunked_with, uniform_stride, CameraUniform, OUTPUT_WORDS,
@@ -263,17 +265,8 @@ impl GpuResident {
     pub fn new(ctx: Arc<GpuContext>, views: &[View]) -> Self {
         let book = module(&ctx, "resident.wgsl", crate::shaders::RESIDENT);
         let edit = module(&ctx, "densify_edit.wgsl", crate::shaders::DENSIFY_EDIT);
-        let pipeline = |m: &wgpu::ShaderModule, entry: &str| {
-            ctx.device
-                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(entry),
-                    layout: None,
-                    module: m,
-                    entry_point: Some(entry),
-                    compilation_options: Default::default(),
-                    cache: None,
-                })
-        };
+        let pipeline =
+            |m: &wgpu::ShaderModule, entry: &str| compute_pipeline(&ctx, m, entry, entry);
         let k = Kernels {
             select: Kernel::new(&ctx, &book, "select view", "select_view"),
             unpack: Kernel::new(&ctx, &book, "unpack target", "unpack_target"),

@@ -28,3 +28,21 @@ pub fn context_with(
         }
     }
 }
+
+/// A seeded random scene for the projection's tests: some Gaussians behind the camera, some huge, some
+/// off-screen (seen from `Camera::look_at([0.4, -0.3, -3.0], origin, ...)`).
+#[allow(dead_code)]
+pub fn random_gaussians(seed: u64, count: usize, degree: usize) -> splat_core::Gaussians<f32> {
+    use splat_core::synthetic::{random_scene, RandomSceneOptions};
+    random_scene(
+        seed,
+        &RandomSceneOptions {
+            count,
+            sh_degree: degree,
+            extent: 3.5,
+            log_scale_range: (-4.0, 0.5),
+            ..Default::default()
+        },
+    )
+    .cast::<f32>()
+}
