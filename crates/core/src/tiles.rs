@@ -71,27 +71,97 @@ impl TileRect {
     /// clipped to the grid. Tile `t` spans `[16 t, 16 (t + 1))`.
     pub fn around(u: f64, v: f64, radius: f64, grid: &TileGrid) -> TileRect {
         let ts = TILE_SIZE as f64;
-        let clip = |x: f64, n: u32| -> u32 {
-            if x.is_nan() || x <= 0.0 {
-                0
-            } else if x >= n as f64 {
-                n
-            } else {
-                x as u32
-            }
-        };
         TileRect {
-            x0: clip(((u - radius) / ts).floor(), grid.tiles_x),
-            y0: clip(((v - radius) / ts).floor(), grid.tiles_y),
-            x1: clip(((u + radius) / ts).floor() + 1.0, grid.tiles_x),
-            y1: clip(((v + radius) / ts).floor() + 1.0, grid.tiles_y),
+            x0: clip_tile(((u - radius) / ts).floor(), grid.tiles_x),
+            y0: clip_tile(((v - radius) / ts).floor(), grid.tiles_y),
+            x1: clip_tile(((u + radius) / ts).floor() + 1.0, grid.tiles_x),
+            y1: clip_tile(((v + radius) / ts).floor() + 1.0, grid.tiles_y),
         }
+    }
+}
+
+impl TileRect {
+    /// The tiles whose span of pixel centres meets the box `[u - ex, u + ex] x [v - ey, v + ey]`
+    /// (tile `t`'s centres span `16 t + 0.5 ..= 16 t + 15.5`; the last column's and row's past the image
+    /// edge count too), clipped to the grid: every tile with a pixel centre in the box, and never fewer.
+    pub fn reaching_centres(u: f64, v: f64, ex: f64, ey: f64, grid: &TileGrid) -> TileRect {
+        let ts = TILE_SIZE as f64;
+        let last = ts - 0.5;
+        TileRect {
+            x0: clip_tile(((u - ex - last) / ts).ceil(), grid.tiles_x),
+            y0: clip_tile(((v - ey - last) / ts).ceil(), grid.tiles_y),
+            x1: clip_tile(((u + ex - 0.5) / ts).floor() + 1.0, grid.tiles_x),
+            y1: clip_tile(((v + ey - 0.5) / ts).floor() + 1.0, grid.tiles_y),
+        }
+    }
+
+    /// The tiles in both rectangles.
+    pub fn intersect(&self, other: &TileRect) -> TileRect {
+        TileRect {
+            x0: self.x0.max(other.x0),
+            y0: self.y0.max(other.y0),
+            x1: self.x1.min(other.x1),
+            y1: self.y1.min(other.y1),
+        }
+    }
+}
+
+/// A tile coordinate `x` clipped to `0..=n` (NaN to 0).
+fn clip_tile(x: f64, n: u32) -> u32 {
+    if x.is_nan() || x <= 0.0 {
+        0
+    } else if x >= n as f64 {
+        n
+    } else {
+        x as u32
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tiles_reaching_centres_are_those_with_a_centre_in_the_box() {
+        let g = TileGrid::new(50, 40);
+        for (u, ex) in [
+            (8.0, 7.4),
+            (8.0, 7.6),
+            (15.9, 0.3),
+            (16.4, 0.0),
+            (16.6, 0.05),
+            (-3.0, 2.0),
+            (60.0, 20.0),
+        ] {
+            let r = TileRect::reaching_centres(u, 20.0, ex, 1.0, &g);
+            for tx in 0..g.tiles_x {
+                // The span of tile tx's centres meets the box.
+                let (lo, hi) = ((16 * tx) as f64 + 0.5, (16 * tx) as f64 + 15.5);
+                let reached = u + ex >= lo && u - ex <= hi;
+                assert_eq!(
+                    r.x0 <= tx && tx < r.x1,
+                    reached,
+                    "u {u} ex {ex} tile {tx}: {r:?}"
+                );
+            }
+        }
+        let inf = TileRect::reaching_centres(3.0, 3.0, f64::INFINITY, f64::INFINITY, &g);
+        assert_eq!(
+            inf,
+            TileRect {
+                x0: 0,
+                y0: 0,
+                x1: 4,
+                y1: 3
+            }
+        );
+        let r = TileRect::around(8.0, 8.0, 30.0, &g);
+        assert_eq!(
+            r.intersect(&TileRect::reaching_centres(8.0, 8.0, 9.0, 1.0, &g))
+                .x1,
+            2
+        );
+    }
 
     #[test]
     fn rect_around_clips_and_touches() {

@@ -60,11 +60,13 @@ pub(crate) fn chunk_len_for(ctx: &GpuContext, widest_floats: usize) -> usize {
     ((max_binding / widest) / unit * unit).max(unit)
 }
 
-/// The shader's camera block for `camera` (converted once into `cam`) and the given counts.
+/// The shader's camera block for `camera` (converted once into `cam`), the blending rule's `alpha_min`
+/// (the projection leaves out tiles a Gaussian cannot reach at it) and the given counts.
 pub(crate) fn camera_uniform(
     camera: &Camera,
     cam: &CameraParams<f32>,
     grid: &TileGrid,
+    alpha_min: f64,
     counts: [u32; 4],
 ) -> CameraUniform {
     let r = &cam.rotation;
@@ -73,7 +75,12 @@ pub(crate) fn camera_uniform(
         r0: [r[0][0], r[0][1], r[0][2], t[0]],
         r1: [r[1][0], r[1][1], r[1][2], t[1]],
         r2: [r[2][0], r[2][1], r[2][2], t[2]],
-        center: [cam.center[0], cam.center[1], cam.center[2], 0.0],
+        center: [
+            cam.center[0],
+            cam.center[1],
+            cam.center[2],
+            alpha_min as f32,
+        ],
         intr: [cam.fx, cam.fy, cam.cx, cam.cy],
         lim: [cam.lim_x, cam.lim_y, NEAR_PLANE as f32, DILATION as f32],
         dims: [camera.width, camera.height, grid.tiles_x, grid.tiles_y],
@@ -327,6 +334,7 @@ impl GpuProject {
                     camera,
                     &cam,
                     &grid,
+                    settings.cutoffs.alpha_min,
                     [len as u32, coeffs, rest as u32, flags],
                 )
             },

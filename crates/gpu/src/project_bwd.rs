@@ -160,5 +160,14 @@ pub(crate) fn camera_for<'a>(
     let coeffs = active_coeffs(settings.sh_degree, gaussians.sh_degree) as u32;
     let rest = gaussians.sh_rest_len() as u32;
     let flags = gaussians.antialiased as u32;
-    move |len| camera_uniform(camera, &cam, &grid, [len as u32, coeffs, rest, flags])
+    let alpha_min = settings.cutoffs.alpha_min;
+    move |len| {
+        camera_uniform(
+            camera,
+            &cam,
+            &grid,
+            alpha_min,
+            [len as u32, coeffs, rest, flags],
+        )
+    }
 }

@@ -162,6 +162,25 @@ pub fn compensation<F: Real>(cov2d: [F; 3], det: F) -> (F, bool) {
     }
 }
 
+/// Half-widths of the box outside which a Gaussian of 2D covariance `(a, b, c)` and `opacity` has alpha
+/// below `alpha_min`: `alpha >= alpha_min` needs `d^T Q d <= t2 = 2 ln(opacity / alpha_min)` (`Q` the
+/// conic, the covariance's inverse), an ellipse whose bounding box has half-widths `sqrt(t2 a)` and
+/// `sqrt(t2 c)`. Widened by 1% + 0.01 px so that f32 rounding in any backend's per-pixel test can never
+/// make a Gaussian visible outside it; -inf when the opacity is under `alpha_min` (visible nowhere),
+/// infinite with `alpha_min = 0` (nothing is culled). In f64, as the CPU rasterizer's own cull
+/// (`cpu::rasterize::visible_extent`), which it equals.
+pub fn visible_box<F: Real>(cov2d: [F; 3], opacity: F, alpha_min: f64) -> [f64; 2] {
+    if alpha_min <= 0.0 {
+        return [f64::INFINITY; 2];
+    }
+    let o = opacity.as_f64();
+    if !(o >= alpha_min) {
+        return [f64::NEG_INFINITY; 2];
+    }
+    let t2 = 2.0 * (o / alpha_min).ln();
+    [cov2d[0], cov2d[2]].map(|d| (t2 * d.as_f64()).sqrt() * 1.01 + 0.01)
+}
+
 /// The 3-sigma radius of a 2D covariance `(a, b, c)` with determinant `det`.
 #[inline]
 pub fn radius_of<F: Real>(cov2d: [F; 3], det: F) -> F {
@@ -189,6 +208,8 @@ pub struct ProjectContext<F> {
     pub cam: CameraParams<F>,
     pub grid: TileGrid,
     pub coeffs: usize,
+    /// The blending rule's `alpha_min`: tiles the Gaussian cannot reach at it are left out of its rect.
+    pub alpha_min: f64,
 }
 
 impl<F: Real> ProjectContext<F> {
@@ -197,6 +218,7 @@ impl<F: Real> ProjectContext<F> {
             cam: CameraParams::<F>::new(camera),
             grid: TileGrid::new(camera.width, camera.height),
             coeffs: active_coeffs(settings.sh_degree, gaussians.sh_degree),
+            alpha_min: settings.cutoffs.alpha_min,
         }
     }
 }
@@ -241,6 +263,12 @@ pub fn project_range<F: Real>(
         if rect.is_empty() {
             continue;
         }
+        let opacity = sigmoid(gaussians.opacity_logits[i]);
+        let opacity = if gaussians.antialiased {
+            opacity * compensation(geo.cov2d, det).0
+        } else {
+            opacity
+        };
         let (rgb, clamped) = color(
             gaussians.means[i],
             gaussians.sh_dc[i],
@@ -252,13 +280,17 @@ pub fn project_range<F: Real>(
         out.conics[j] = conic;
         out.depths[j] = z;
         out.radii[j] = radius.as_f64().min(u32::MAX as f64).max(1.0) as u32;
-        out.tile_rects[j] = rect;
-        let opacity = sigmoid(gaussians.opacity_logits[i]);
-        out.opacities[j] = if gaussians.antialiased {
-            opacity * compensation(geo.cov2d, det).0
-        } else {
-            opacity
-        };
+        // Only the tiles the alpha >= alpha_min ellipse can reach (it may be none: the Gaussian stays
+        // visible, with no intersections).
+        let reach = visible_box(geo.cov2d, opacity, ctx.alpha_min);
+        out.tile_rects[j] = rect.intersect(&TileRect::reaching_centres(
+            u.as_f64(),
+            v.as_f64(),
+            reach[0],
+            reach[1],
+            grid,
+        ));
+        out.opacities[j] = opacity;
         out.colors[j] = rgb;
         out.color_clamped[j] = clamped;
     }

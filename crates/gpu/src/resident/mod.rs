@@ -405,7 +405,9 @@ impl GpuResident {
         let mut cameras: Vec<CameraUniform> = Vec::with_capacity(views.len());
         for v in views {
             let cam = CameraParams::<f32>::new(&v.camera);
-            cameras.push(camera_uniform(&v.camera, &cam, &grid, [0; 4]));
+            // The resident step renders with the default cut-offs (`record.rs`).
+            let alpha_min = RenderSettings::new(0).cutoffs.alpha_min;
+            cameras.push(camera_uniform(&v.camera, &cam, &grid, alpha_min, [0; 4]));
         }
         self.loss_bufs = Some(LossBuffers::new(&ctx, w as usize, h as usize).map_err(gpu_err)?);
         self.images = Some(Images {

@@ -6,7 +6,7 @@ struct Camera {
     r0: vec4<f32>,
     r1: vec4<f32>,
     r2: vec4<f32>,
-    // Camera centre in world space (xyz).
+    // Camera centre in world space (xyz); the blending rule's alpha_min (w, for the projection's tiles).
     center: vec4<f32>,
     // fx, fy, cx, cy.
     intr: vec4<f32>,

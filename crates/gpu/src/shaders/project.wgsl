@@ -21,6 +21,21 @@
 @group(0) @binding(13) var<storage, read_write> colors: array<f32>;
 @group(0) @binding(14) var<storage, read_write> clamped: array<u32>;
 
+// `splat_render::project::visible_box`: half-widths of the box outside which alpha < alpha_min
+// (cam.center.w), widened by 1% + 0.01 px; huge when alpha_min is 0, hugely negative (no tile) when the
+// opacity is under it. (a, c): the 2D covariance's diagonal.
+fn visible_box(a: f32, c: f32, opacity: f32) -> vec2<f32> {
+    let alpha_min = cam.center.w;
+    if alpha_min <= 0.0 {
+        return vec2<f32>(1e30);
+    }
+    if !(opacity >= alpha_min) {
+        return vec2<f32>(-1e30);
+    }
+    let t2 = 2.0 * log(opacity / alpha_min);
+    return sqrt(t2 * vec2<f32>(a, c)) * 1.01 + 0.01;
+}
+
 fn clip_tile(x: f32, n: u32) -> u32 {
     // NaN fails every comparison: treat it like <= 0 as the reference does.
     if !(x > 0.0) {
@@ -130,6 +145,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         invisible(i);
         return;
     }
+    var opacity = 1.0 / (1.0 + exp(-opacity_logits[i]));
+    if antialiased() {
+        opacity *= compensation(a, b, c, det).x;
+    }
 
     // Colour: max(0, 0.5 + sum_k basis_k(dir) coeff_k).
     let dv = mean - cam.center.xyz;
@@ -157,11 +176,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     conics[3u * i + 2u] = conic.z;
     depths[i] = zz;
     radii[i] = max(u32(min(radius, 4294967040.0)), 1u);
-    rects[i] = rect;
-    var opacity = 1.0 / (1.0 + exp(-opacity_logits[i]));
-    if antialiased() {
-        opacity *= compensation(a, b, c, det).x;
-    }
+    // Only the tiles the alpha >= alpha_min ellipse can reach (maybe none: still visible).
+    let reach = visible_box(a, c, opacity);
+    let reached = vec4<u32>(
+        clip_tile(ceil((u - reach.x - 15.5) / 16.0), cam.dims.z),
+        clip_tile(ceil((v - reach.y - 15.5) / 16.0), cam.dims.w),
+        clip_tile(floor((u + reach.x - 0.5) / 16.0) + 1.0, cam.dims.z),
+        clip_tile(floor((v + reach.y - 0.5) / 16.0) + 1.0, cam.dims.w),
+    );
+    rects[i] = vec4<u32>(max(rect.xy, reached.xy), min(rect.zw, reached.zw));
     opacities[i] = opacity;
     clamped[i] = flags;
 }
