@@ -4,8 +4,9 @@
 //! ([`splat_core::Real`], so gradient tests run it in `f64`):
 //!
 //! 1. [`project`]: 3D covariance from scale and rotation, EWA projection with the clamped Jacobian, +0.3 px
-//!    dilation, conic, 3-sigma radius, culling; [`sh`] evaluates the view-dependent colour.
-//! 2. [`bin`]: every visible Gaussian is listed in each 16 x 16 tile its box touches, sorted by
+//!    dilation, conic, 3-sigma radius, culling, and the tiles of the radius's square that the
+//!    `alpha >= 1/255` box reaches; [`sh`] evaluates the view-dependent colour.
+//! 2. [`bin`]: every visible Gaussian is listed in each 16 x 16 tile of its rect, sorted by
 //!    (tile, depth); each tile gets a range of that list.
 //! 3. [`rasterize_fwd`]: front-to-back alpha blending per pixel with the original rules.
 //! 4. [`rasterize_bwd`], then [`project_bwd`] (with [`sh`]'s backward): exact gradients.

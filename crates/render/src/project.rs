@@ -167,8 +167,8 @@ pub fn compensation<F: Real>(cov2d: [F; 3], det: F) -> (F, bool) {
 /// conic, the covariance's inverse), an ellipse whose bounding box has half-widths `sqrt(t2 a)` and
 /// `sqrt(t2 c)`. Widened by 1% + 0.01 px so that f32 rounding in any backend's per-pixel test can never
 /// make a Gaussian visible outside it; -inf when the opacity is under `alpha_min` (visible nowhere),
-/// infinite with `alpha_min = 0` (nothing is culled). In f64, as the CPU rasterizer's own cull
-/// (`cpu::rasterize::visible_extent`), which it equals.
+/// infinite with `alpha_min = 0` (nothing is culled). In f64, as the CPU rasterizer's own per-tile cull
+/// (`cpu::rasterize::visible_extent`, the same box from the conic).
 pub fn visible_box<F: Real>(cov2d: [F; 3], opacity: F, alpha_min: f64) -> [f64; 2] {
     if alpha_min <= 0.0 {
         return [f64::INFINITY; 2];

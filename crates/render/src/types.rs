@@ -78,7 +78,8 @@ pub struct Projected<F> {
     pub depths: Vec<F>,
     /// `ceil(3 sqrt(largest eigenvalue))` in pixels; 0 when culled.
     pub radii: Vec<u32>,
-    /// Tiles the Gaussian is listed in.
+    /// Tiles the Gaussian is listed in: those of its 3-sigma square that its `alpha >= alpha_min` box
+    /// reaches (possibly none for a visible Gaussian, see `project::visible_box`).
     pub tile_rects: Vec<TileRect>,
     /// `sigmoid(opacity_logit)`.
     pub opacities: Vec<F>,
