@@ -64,7 +64,7 @@ for bin in splat splat-old; do
 done
 # Scale: 10 million Gaussians (the built-in scene, SH 3) trained resident on lego's views.
 step scale-10m-scene 60 "$B/splat" builtin-scene --gaussians 10000000 -o /tmp/s10m.ply
-step scale-10m 150 /usr/bin/time -v "$B/splat" bench "$D/lego" --scene /tmp/s10m.ply --sh-degree 3 \
+step scale-10m 150 "$B/splat" bench "$D/lego" --scene /tmp/s10m.ply --sh-degree 3 \
   --backend gpu --steps 5 --warmup 2 --json "$R/scale-10m.json"
 [ -x "$B/raster_backward_sums" ] && step sums-fern8 40 "$B/raster_backward_sums" "$D/fern" images_8 20
 step fern8-cpu 40 "$B/splat" bench "$D/fern" --images images_8 --backend cpu --steps 20 --warmup 3 --json $R/fern8-cpu.json
