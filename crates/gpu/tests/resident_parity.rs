@@ -526,6 +526,28 @@ fn block_boundaries_and_resuming_change_nothing() {
     }
 }
 
+/// An adapter binding fewer storage buffers a stage than the fused projection backward and Adam needs:
+/// the engine says so with both numbers, and the run goes per stage.
+#[test]
+fn too_few_storage_bindings_leave_the_run_per_stage() {
+    let Some(ctx) = common::context(|l| l.max_storage_buffers_per_shader_stage = 20) else {
+        return;
+    };
+    let ctx = Arc::new(ctx);
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = demo(tmp.path());
+    let mut t = trainer(&ctx, &ds, config(3), None);
+    let engine = GpuResident::new(ctx.clone(), &ds.train);
+    let why = t.with_resident(Box::new(engine)).expect_err("refused");
+    assert!(
+        why.contains("20 storage buffers") && why.contains("24"),
+        "{why}"
+    );
+    let stats = run(&mut t);
+    assert_eq!(stats.len(), 3);
+    assert!(stats.iter().all(|s| s.loss.is_finite()));
+}
+
 /// Lowered device limits (384 KiB bindings: the projection, its backward, the finite check and Adam in
 /// two chunks; 16 workgroups per dimension: 2D dispatches) give the same bits as the device's own limits.
 #[test]
