@@ -78,9 +78,7 @@ impl TileRect {
             y1: clip_tile(((v + radius) / ts).floor() + 1.0, grid.tiles_y),
         }
     }
-}
 
-impl TileRect {
     /// The tiles whose span of pixel centres meets the box `[u - ex, u + ex] x [v - ey, v + ey]`
     /// (tile `t`'s centres span `16 t + 0.5 ..= 16 t + 15.5`; the last column's and row's past the image
     /// edge count too), clipped to the grid: every tile with a pixel centre in the box, and never fewer.
@@ -122,7 +120,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tiles_reaching_centres_are_those_with_a_centre_in_the_box() {
+    fn tiles_reaching_centres_are_those_whose_centres_span_meets_the_box() {
         let g = TileGrid::new(50, 40);
         for (u, ex) in [
             (8.0, 7.4),
@@ -155,6 +153,8 @@ mod tests {
                 y1: 3
             }
         );
+        let none = TileRect::reaching_centres(8.0, 8.0, f64::NEG_INFINITY, f64::NEG_INFINITY, &g);
+        assert!(none.is_empty(), "{none:?}");
         let r = TileRect::around(8.0, 8.0, 30.0, &g);
         assert_eq!(
             r.intersect(&TileRect::reaching_centres(8.0, 8.0, 9.0, 1.0, &g))
