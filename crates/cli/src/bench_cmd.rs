@@ -6,7 +6,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use splat_train::bench::{self, BenchOptions};
 
-use crate::train_cmd::{load_dataset, BackendArg, DataArgs};
+use crate::backend_args::BackendArg;
+use crate::dataset_args::{load_dataset, DataArgs};
 
 #[derive(Args)]
 pub struct BenchArgs {

@@ -6,10 +6,14 @@ use anyhow::{Context, Result};
 use clap::Args;
 use splat_io::dataset::demo::{write_demo_dataset, DemoOptions};
 use splat_io::dataset::LoadOptions;
-use splat_train::run::{self, RunConfig, Start};
+use splat_io::dataset::View;
+use splat_train::resident::ResidentEngine;
+use splat_train::run::{RunConfig, TrainRun};
 use splat_train::TrainConfig;
 
-use crate::train_cmd::{load_dataset, BackendArg, Progress};
+use crate::backend_args::BackendArg;
+use crate::dataset_args::load_dataset;
+use crate::progress::Progress;
 
 #[derive(Args)]
 pub struct DemoArgs {
@@ -50,25 +54,17 @@ pub fn demo(args: DemoArgs) -> Result<()> {
         backend: Some(args.backend.value_name()),
     };
     let ds = load_dataset(&data, &cfg.load)?;
-    let mut progress = Progress::new(0, cfg.train.iterations);
     let backend = args.backend.choose()?;
+    let make_backend = || backend.make();
     let make_resident = backend.resident();
-    let metrics = run::train_run_parallel(
-        &args.out,
-        &cfg,
-        &ds,
-        Start::Fresh,
-        &|| backend.make(),
-        None,
-        &mut |s, _| progress.update(s),
-        Box::new(splat_train::parallel::Local),
-        make_resident.as_ref().map(|make| run::ResidentOptions {
-            make,
-            sync_each_block: false,
-        }),
-    )?
-    .expect("runs to the end");
-    progress.finish();
+    let resident = make_resident
+        .as_ref()
+        .map(|m| m as &dyn Fn(&[View]) -> Box<dyn ResidentEngine>);
+    let metrics = TrainRun::new(&args.out, &cfg, &ds, &make_backend)
+        .resident(resident)
+        .observe(Progress::new(0, cfg.train.iterations))
+        .run()?
+        .expect("runs to the end");
     println!(
         "demo: test PSNR {:.2} dB, SSIM {:.4} over {} held-out views; {} Gaussians; {} steps in {:.1} s",
         metrics.psnr,

@@ -1,16 +1,16 @@
-//! `splat eval` (PSNR and SSIM of a scene on a dataset's test views) and `splat render SCENE --data`
-//! (those views to PNGs). The scene is any format splat reads, or a training output folder, whose
-//! `config.json` then names the dataset.
+//! `splat eval`: PSNR and SSIM of a scene on a dataset's test views. The scene is any format splat
+//! reads, or a training output folder, whose `config.json` then names the dataset.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use splat_io::dataset::Dataset;
 use splat_train::eval::{evaluate, means};
 use splat_train::run::{self, RunConfig};
 
-use crate::train_cmd::{load_dataset, BackendArg, DataArgs};
+use crate::backend_args::BackendArg;
+use crate::dataset_args::{load_dataset, DataArgs};
 
 #[derive(Args)]
 pub struct EvalArgs {
@@ -86,49 +86,6 @@ pub fn eval(args: EvalArgs) -> Result<()> {
         m.len(),
         split,
         g.len()
-    );
-    Ok(())
-}
-
-/// `splat render PLY --data DATA --out DIR`: every test view (all views without a split) to PNGs.
-pub fn render_dataset(
-    ply: &Path,
-    data: &Path,
-    data_args: &DataArgs,
-    out: &Path,
-    sh_degree: Option<usize>,
-    backend: BackendArg,
-) -> Result<()> {
-    let g = crate::convert_cmd::load_scene(ply)?;
-    let ds = load_dataset(data, &data_args.options(true)?)?;
-    let (views, _) = ds.eval_views();
-    std::fs::create_dir_all(out)
-        .with_context(|| format!("{}: cannot create the folder", out.display()))?;
-    let degree = sh_degree.unwrap_or(g.sh_degree).min(g.sh_degree);
-    let mut backend = backend.make()?;
-    let mut err = None;
-    let m = evaluate(
-        backend.as_mut(),
-        &g,
-        views,
-        ds.background,
-        degree,
-        |v, img| {
-            let path = out.join(v.render_file_name());
-            if let Err(e) = splat_io::images::save_png(&path, v.camera.width, v.camera.height, img)
-            {
-                err.get_or_insert(e);
-            }
-        },
-    );
-    if let Some(e) = err {
-        return Err(e.into());
-    }
-    let (p, s) = means(&m);
-    println!(
-        "rendered {} views to {} (PSNR {p:.2} dB, SSIM {s:.4})",
-        m.len(),
-        out.display()
     );
     Ok(())
 }

@@ -1,17 +1,29 @@
 //! `splat`: the command-line interface. Library crates return typed errors; this binary turns them into
 //! one clear line on stderr and a non-zero exit code.
+//!
+//! Each command is one `*_cmd` file; what several commands share lives in the other modules, which
+//! no command file bypasses by importing another command: dataset arguments and loading
+//! ([`dataset_args`]), `--backend` ([`backend_args`]), the strategy flags ([`strategy_args`]), value
+//! parsers ([`parse`]), scene files ([`scene_files`]), training progress ([`progress`]) and the
+//! viewer's side of other commands ([`viewer_link`]).
 
+mod backend_args;
 mod bench_cmd;
 mod convert_cmd;
+mod dataset_args;
 mod demo_cmd;
 mod eval_cmd;
 #[cfg(feature = "mpi")]
 mod mpi_collective;
+mod parse;
 mod prepare_cmd;
+mod progress;
 mod render_cmd;
+mod scene_files;
 mod strategy_args;
 mod train_cmd;
 mod view_cmd;
+mod viewer_link;
 
 use std::process::ExitCode;
 

@@ -1,6 +1,7 @@
-//! `splat render`, `splat builtin-scene`, `splat info`.
+//! `splat render` (one camera to a PNG, or with `--data` every test view of a dataset into a
+//! folder), `splat builtin-scene`, `splat info`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -9,24 +10,9 @@ use splat_core::camera::LookAtError;
 use splat_core::synthetic::{self, builtin_camera};
 use splat_core::{Camera, Gaussians};
 use splat_render::{Buffers, RenderSettings};
+use splat_train::eval::{evaluate, means};
 
-pub fn parse_vec3(s: &str) -> Result<[f64; 3], String> {
-    let parts: Vec<&str> = s.split(',').collect();
-    if parts.len() != 3 {
-        return Err(format!("expected three comma-separated numbers, got {s:?}"));
-    }
-    let mut v = [0.0; 3];
-    for (i, p) in parts.iter().enumerate() {
-        v[i] = p
-            .trim()
-            .parse::<f64>()
-            .map_err(|_| format!("{p:?} is not a number"))?;
-        if !v[i].is_finite() {
-            return Err(format!("{p:?} is not finite"));
-        }
-    }
-    Ok(v)
-}
+use crate::dataset_args::load_dataset;
 
 #[derive(Args)]
 pub struct RenderArgs {
@@ -40,7 +26,7 @@ pub struct RenderArgs {
     #[arg(long, requires = "ply")]
     pub data: Option<PathBuf>,
     #[command(flatten)]
-    pub data_args: crate::train_cmd::DataArgs,
+    pub data_args: crate::dataset_args::DataArgs,
     /// Image width in pixels.
     #[arg(long, default_value_t = 640)]
     pub width: u32,
@@ -49,13 +35,13 @@ pub struct RenderArgs {
     pub height: u32,
     /// Camera position "x,y,z" in world space. Default: the built-in view, or for a PLY a view from
     /// -z towards the scene's median point (COLMAP-style scenes look along +z with y down).
-    #[arg(long, value_parser = parse_vec3, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::parse::parse_vec3, allow_hyphen_values = true)]
     pub look_from: Option<[f64; 3]>,
     /// Point "x,y,z" the camera looks at. Default: the scene's median point.
-    #[arg(long, value_parser = parse_vec3, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::parse::parse_vec3, allow_hyphen_values = true)]
     pub look_at: Option<[f64; 3]>,
     /// World direction "x,y,z" that appears up in the image. Default: +z for the built-in scene, -y for a PLY.
-    #[arg(long, value_parser = parse_vec3, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::parse::parse_vec3, allow_hyphen_values = true)]
     pub up: Option<[f64; 3]>,
     /// Horizontal field of view in degrees.
     #[arg(long, default_value_t = 55.0)]
@@ -70,8 +56,8 @@ pub struct RenderArgs {
     #[arg(long, default_value_t = 1)]
     pub repeat: usize,
     /// Pipeline implementation.
-    #[arg(long, value_enum, default_value_t = crate::train_cmd::BackendArg::Cpu)]
-    pub backend: crate::train_cmd::BackendArg,
+    #[arg(long, value_enum, default_value_t = crate::backend_args::BackendArg::Cpu)]
+    pub backend: crate::backend_args::BackendArg,
     /// Also run and time the backward pass (gradient of the summed image), as a training step would.
     #[arg(long)]
     pub time_backward: bool,
@@ -120,17 +106,10 @@ fn camera_for(args: &RenderArgs, g: &Gaussians, builtin: bool) -> Result<Camera>
 
 pub fn render(args: RenderArgs) -> Result<()> {
     if let (Some(data), Some(ply)) = (&args.data, &args.ply) {
-        return crate::eval_cmd::render_dataset(
-            ply,
-            data,
-            &args.data_args,
-            &args.out,
-            args.sh_degree,
-            args.backend,
-        );
+        return render_dataset(&args, ply, data);
     }
     let (gaussians, builtin) = match &args.ply {
-        Some(path) => (crate::convert_cmd::load_scene(path)?, false),
+        Some(path) => (crate::scene_files::load_scene(path)?, false),
         None => {
             if args.gaussians == 0 || args.gaussians > 50_000_000 {
                 bail!("--gaussians {} is outside 1..=50000000", args.gaussians);
@@ -252,7 +231,7 @@ pub struct InfoArgs {
 }
 
 pub fn info(args: InfoArgs) -> Result<()> {
-    let file = crate::convert_cmd::scene_file(&args.ply);
+    let file = crate::scene_files::scene_file(&args.ply);
     let g = splat_io::read_scene(&file)?;
     let format = std::fs::read(&file)
         .ok()
@@ -280,5 +259,42 @@ pub fn info(args: InfoArgs) -> Result<()> {
             g.distance_quantile(c, 0.5)
         );
     }
+    Ok(())
+}
+
+/// `splat render SCENE --data DATA --out DIR`: every test view (all views without a split) to PNGs.
+fn render_dataset(args: &RenderArgs, ply: &Path, data: &Path) -> Result<()> {
+    let out = &args.out;
+    let g = crate::scene_files::load_scene(ply)?;
+    let ds = load_dataset(data, &args.data_args.options(true)?)?;
+    let (views, _) = ds.eval_views();
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("{}: cannot create the folder", out.display()))?;
+    let degree = args.sh_degree.unwrap_or(g.sh_degree).min(g.sh_degree);
+    let mut backend = args.backend.make()?;
+    let mut err = None;
+    let m = evaluate(
+        backend.as_mut(),
+        &g,
+        views,
+        ds.background,
+        degree,
+        |v, img| {
+            let path = out.join(v.render_file_name());
+            if let Err(e) = splat_io::images::save_png(&path, v.camera.width, v.camera.height, img)
+            {
+                err.get_or_insert(e);
+            }
+        },
+    );
+    if let Some(e) = err {
+        return Err(e.into());
+    }
+    let (p, s) = means(&m);
+    println!(
+        "rendered {} views to {} (PSNR {p:.2} dB, SSIM {s:.4})",
+        m.len(),
+        out.display()
+    );
     Ok(())
 }

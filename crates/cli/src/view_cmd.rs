@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use splat_viewer::{DatasetView, Server, SharedScene, ViewerOptions};
+use splat_viewer::{Server, SharedScene, ViewerOptions};
 
-use crate::train_cmd::{load_dataset, DataArgs};
+use crate::dataset_args::{load_dataset, DataArgs};
+use crate::viewer_link::dataset_views;
 
 #[derive(Args)]
 pub struct ViewArgs {
@@ -28,38 +29,12 @@ pub struct ViewArgs {
     pub host: String,
     /// World up direction "x,y,z" for the orbit controls (default: from the dataset cameras, else -y as
     /// in COLMAP scenes).
-    #[arg(long, value_parser = crate::render_cmd::parse_vec3)]
+    #[arg(long, value_parser = crate::parse::parse_vec3)]
     pub up: Option<[f64; 3]>,
 }
 
-/// Dataset cameras with their photos as JPEG, and the mean "up" of the cameras.
-pub fn dataset_views(ds: &splat_io::dataset::Dataset) -> Result<(Vec<DatasetView>, [f64; 3])> {
-    let mut views = Vec::new();
-    let mut up = [0.0; 3];
-    for v in ds.all_views() {
-        let mut jpeg = Vec::new();
-        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90)
-            .encode(
-                &v.image.data,
-                v.image.width,
-                v.image.height,
-                image::ExtendedColorType::Rgb8,
-            )
-            .with_context(|| format!("encoding the photo of {}", v.name))?;
-        for (u, d) in up.iter_mut().zip(v.camera.rotation[1]) {
-            *u -= d;
-        }
-        views.push(DatasetView {
-            name: v.name.clone(),
-            camera: v.camera.clone(),
-            photo_jpeg: jpeg,
-        });
-    }
-    Ok((views, up))
-}
-
 pub fn view(args: ViewArgs) -> Result<()> {
-    let gaussians = crate::convert_cmd::load_scene(&args.scene)?;
+    let gaussians = crate::scene_files::load_scene(&args.scene)?;
     let mut background = [0.0f32; 3];
     let (views, mut up) = match &args.data {
         Some(data) => {

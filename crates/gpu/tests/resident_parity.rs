@@ -13,7 +13,7 @@ use splat_gpu::{BackwardSums, GpuBackend, GpuContext, GpuResident};
 use splat_io::dataset::demo::{write_demo_dataset, DemoOptions};
 use splat_io::dataset::{self, Dataset, LoadOptions};
 use splat_train::resident::{BlockConstants, PlannedStep, ResidentEngine};
-use splat_train::{StepStats, TrainConfig, Trainer};
+use splat_train::{StepStats, TrainConfig, TrainData, Trainer};
 
 fn demo(dir: &Path) -> Dataset {
     demo_with(
@@ -53,14 +53,7 @@ fn trainer<'a>(
     resident: Option<GpuResident>,
 ) -> Trainer<'a> {
     let backend = Box::new(GpuBackend::new(ctx.clone()));
-    let mut t = Trainer::new(
-        cfg,
-        &ds.train,
-        &ds.points,
-        ds.background,
-        ds.scene_extent,
-        backend,
-    );
+    let mut t = Trainer::new(cfg, TrainData::of(&ds), &ds.points, backend);
     if let Some(r) = resident {
         t.with_resident(Box::new(r)).unwrap();
     }
@@ -110,11 +103,9 @@ fn resume<'a>(
 ) -> Trainer<'a> {
     let mut t = Trainer::resume(
         cfg.clone(),
-        &ds.train,
-        ds.background,
-        ds.scene_extent,
-        Box::new(GpuBackend::new(ctx.clone())),
+        TrainData::of(&ds),
         state.clone(),
+        Box::new(GpuBackend::new(ctx.clone())),
     );
     if resident {
         t.with_resident(Box::new(GpuResident::new(ctx.clone(), &ds.train)))

@@ -15,7 +15,7 @@ use splat_render::cpu::rasterize::tile_cull;
 use splat_render::{project, project_bwd, rasterize_bwd, rasterize_fwd, Backend, Buffers};
 
 use crate::config::TrainConfig;
-use crate::trainer::{StageTimes, Trainer};
+use crate::trainer::{StageTimes, TrainData, Trainer};
 use crate::{adam, loss};
 
 #[derive(Clone, Debug)]
@@ -319,26 +319,51 @@ fn bench_trainer<'a>(
     let mut trainer = match &opts.scene {
         Some(scene) => {
             let state = crate::state::TrainState::new(scene.with_sh_degree(opts.sh_degree));
-            Trainer::resume(
-                cfg,
-                &ds.train,
-                ds.background,
-                ds.scene_extent,
-                backend,
-                state,
-            )
+            Trainer::resume(cfg, TrainData::of(ds), state, backend)
         }
-        None => Trainer::new(
-            cfg,
-            &ds.train,
-            &ds.points,
-            ds.background,
-            ds.scene_extent,
-            backend,
-        ),
+        None => Trainer::new(cfg, TrainData::of(ds), &ds.points, backend),
     };
     trainer.state.active_sh_degree = opts.sh_degree;
     trainer
+}
+
+/// Wall time per stage summed over the measured steps (in [`StageTimes`] order), the work they did,
+/// and their wall time.
+struct Measured {
+    stage_seconds: [f64; 8],
+    work: Work,
+    wall: f64,
+}
+
+/// Runs the warm-up and the measured steps.
+fn measure(trainer: &mut Trainer<'_>, opts: &BenchOptions, culls: bool) -> Measured {
+    let mut m = Measured {
+        stage_seconds: [0.0; 8],
+        work: Work::default(),
+        wall: 0.0,
+    };
+    for i in 0..opts.warmup + opts.steps {
+        let t = std::time::Instant::now();
+        let stats = trainer.step().expect("benchmark steps are finite");
+        let dt = t.elapsed().as_secs_f64();
+        if i < opts.warmup {
+            continue;
+        }
+        m.wall += dt;
+        for (k, d) in stats.times.as_array().iter().enumerate() {
+            m.stage_seconds[k] += d.as_secs_f64();
+        }
+        let cam = &trainer.views[0].camera;
+        let w = count_work(trainer.buffers(), cam.width, cam.height, culls);
+        let work = &mut m.work;
+        work.gaussians += w.gaussians;
+        work.visible += w.visible;
+        work.intersections += w.intersections;
+        work.pairs += w.pairs;
+        work.gathered += w.gathered;
+        work.pixels += w.pixels;
+    }
+    m
 }
 
 /// Runs the benchmark on the dataset's training views.
@@ -347,31 +372,43 @@ pub fn run(ds: &Dataset, opts: &BenchOptions, backend: Box<dyn Backend + Send>) 
     let mut trainer = bench_trainer(ds, opts, backend);
     let backend_name = trainer.backend_name().to_string();
     let n_params: usize = trainer.state.adam.iter().map(|a| a.m.len()).sum();
-    let mut total = [0.0f64; 8];
-    let mut work = Work::default();
-    let mut wall = 0.0;
-    for i in 0..opts.warmup + opts.steps {
-        let t = std::time::Instant::now();
-        let stats = trainer.step().expect("benchmark steps are finite");
-        let dt = t.elapsed().as_secs_f64();
-        if i < opts.warmup {
-            continue;
-        }
-        wall += dt;
-        for (k, d) in stats.times.as_array().iter().enumerate() {
-            total[k] += d.as_secs_f64();
-        }
-        let cam = &trainer.views[0].camera;
-        let w = count_work(trainer.buffers(), cam.width, cam.height, culls);
-        work.gaussians += w.gaussians;
-        work.visible += w.visible;
-        work.intersections += w.intersections;
-        work.pairs += w.pairs;
-        work.gathered += w.gathered;
-        work.pixels += w.pixels;
-    }
+    let measured = measure(&mut trainer, opts, culls);
+    let peak: Peak = peak::measure();
     let steps = opts.steps.max(1) as f64;
+    let stages = stage_rows(&measured, steps, n_params, &peak);
+    let cam = &trainer.views[0].camera;
+    BenchReport {
+        its_per_second: steps / measured.wall,
+        ms_per_step: measured.wall / steps * 1e3,
+        steps: opts.steps,
+        gaussians: trainer.state.len(),
+        width: cam.width,
+        height: cam.height,
+        sh_degree: opts.sh_degree,
+        backend: backend_name,
+        peak_isa: peak.isa,
+        peak_threads: peak.threads,
+        peak_gflops: peak.gflops,
+        peak_memory_bytes: peak_memory_bytes(),
+        stages,
+        resident: None,
+        dispatches_per_step: None,
+        submissions_per_step: None,
+        readbacks_per_step: None,
+        sort_passes_per_step: None,
+        sort_bytes_per_step: None,
+        device_bytes_per_gaussian: None,
+        device_bytes_per_intersection: None,
+        device_peak_gflops: None,
+        device_peak_gbytes_per_second: None,
+    }
+}
+
+/// Each stage's time per step against its FLOPs and bytes (from per-item costs written next to each
+/// kernel) and the measured peak.
+fn stage_rows(m: &Measured, steps: f64, n_params: usize, peak: &Peak) -> Vec<StageRow> {
     let per = |x: f64| x / steps;
+    let work = &m.work;
     let (g, vis, inter, pairs, gathered, px) = (
         per(work.gaussians),
         per(work.visible),
@@ -381,7 +418,6 @@ pub fn run(ds: &Dataset, opts: &BenchOptions, backend: Box<dyn Backend + Send>) 
         per(work.pixels),
     );
     let values = px * 3.0;
-    let peak: Peak = peak::measure();
     // (work description, FLOPs per step, bytes per step) for each stage in StageTimes order.
     let rows: [(String, f64, f64); 8] = [
         (
@@ -419,11 +455,11 @@ pub fn run(ds: &Dataset, opts: &BenchOptions, backend: Box<dyn Backend + Send>) 
             n_params as f64 * 28.0,
         ),
     ];
-    let stage_sum: f64 = total.iter().sum::<f64>() / steps;
-    let stages = StageTimes::NAMES
+    let stage_sum: f64 = m.stage_seconds.iter().sum::<f64>() / steps;
+    StageTimes::NAMES
         .iter()
         .zip(rows)
-        .zip(total)
+        .zip(m.stage_seconds)
         .map(|((&name, (work, flops, bytes)), t)| {
             let secs = t / steps;
             let gflops = if secs > 0.0 { flops / secs / 1e9 } else { 0.0 };
@@ -442,33 +478,7 @@ pub fn run(ds: &Dataset, opts: &BenchOptions, backend: Box<dyn Backend + Send>) 
                 device_fraction_of_bandwidth: None,
             }
         })
-        .collect();
-    let cam = &trainer.views[0].camera;
-    BenchReport {
-        its_per_second: steps / wall,
-        ms_per_step: wall / steps * 1e3,
-        steps: opts.steps,
-        gaussians: trainer.state.len(),
-        width: cam.width,
-        height: cam.height,
-        sh_degree: opts.sh_degree,
-        backend: backend_name,
-        peak_isa: peak.isa,
-        peak_threads: peak.threads,
-        peak_gflops: peak.gflops,
-        peak_memory_bytes: peak_memory_bytes(),
-        stages,
-        resident: None,
-        dispatches_per_step: None,
-        submissions_per_step: None,
-        readbacks_per_step: None,
-        sort_passes_per_step: None,
-        sort_bytes_per_step: None,
-        device_bytes_per_gaussian: None,
-        device_bytes_per_intersection: None,
-        device_peak_gflops: None,
-        device_peak_gbytes_per_second: None,
-    }
+        .collect()
 }
 
 /// The resident step's device time per stage against the device's measured ceilings.

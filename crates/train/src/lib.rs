@@ -14,6 +14,7 @@ pub mod init;
 pub mod loss;
 pub mod mcmc;
 pub mod memory;
+pub mod metrics;
 pub mod mip;
 pub mod parallel;
 pub mod random;
@@ -27,7 +28,7 @@ pub mod views;
 
 pub use config::TrainConfig;
 pub use state::TrainState;
-pub use trainer::{Diverged, StageTimes, StepStats, Trainer};
+pub use trainer::{Diverged, StageTimes, StepStats, TrainData, Trainer};
 pub mod checkpoint;
 pub mod eval;
 pub mod fidelity;

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use splat_io::dataset::imageload::downscale;
 use splat_io::dataset::Rgb8Image;
 
-use crate::run::Metrics;
+use crate::metrics::Metrics;
 
 /// One point of the training history: means over the steps since the previous point.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

@@ -11,7 +11,7 @@ use splat_io::dataset::demo::{write_demo_dataset, DemoOptions};
 use splat_io::dataset::{self, Dataset, LoadOptions};
 use splat_render::CpuBackend;
 use splat_train::parallel::{state_checksum, Collective};
-use splat_train::{TrainConfig, Trainer};
+use splat_train::{TrainConfig, TrainData, Trainer};
 
 /// Contributions of every rank, summed (or maxed) in rank order after all arrived.
 struct Shared {
@@ -131,10 +131,8 @@ fn train(ds: &Dataset, batch: usize, ranks: usize) -> Vec<(u64, Vec<[f32; 3]>)> 
                 s.spawn(move || {
                     let mut t = Trainer::new(
                         config(batch),
-                        &ds.train,
+                        TrainData::of(&ds),
                         &ds.points,
-                        ds.background,
-                        ds.scene_extent,
                         Box::new(CpuBackend::new()),
                     );
                     if ranks > 1 {

@@ -11,7 +11,7 @@ use splat_io::dataset::demo::{write_demo_dataset, DemoOptions};
 use splat_io::dataset::{self, LoadOptions};
 use splat_render::cpu::SimdLevel;
 use splat_render::CpuBackend;
-use splat_train::{TrainConfig, Trainer};
+use splat_train::{TrainConfig, TrainData, Trainer};
 
 struct Counting;
 
@@ -68,10 +68,8 @@ fn steady_state_steps_do_not_allocate() {
         };
         let mut t = Trainer::new(
             cfg,
-            &ds.train,
+            TrainData::of(&ds),
             &ds.points,
-            ds.background,
-            ds.scene_extent,
             Box::new(CpuBackend::with_simd(level)),
         );
         t.state.active_sh_degree = 3;

@@ -7,7 +7,7 @@ use splat_io::dataset::demo::{write_demo_dataset, DemoOptions};
 use splat_io::dataset::{self, Dataset, LoadOptions};
 use splat_render::CpuBackend;
 use splat_train::resident::{BlockConstants, PlannedStep, ResidentEngine, StepOutcome};
-use splat_train::{TrainConfig, TrainState, Trainer};
+use splat_train::{TrainConfig, TrainData, TrainState, Trainer};
 
 /// Holds at most `max` Gaussians; never runs a step.
 struct Small {
@@ -60,10 +60,8 @@ fn trainer(ds: &Dataset, max_gaussians: Option<usize>) -> Trainer<'_> {
     };
     Trainer::new(
         cfg,
-        &ds.train,
+        TrainData::of(&ds),
         &ds.points,
-        ds.background,
-        ds.scene_extent,
         Box::new(CpuBackend::new()),
     )
 }

@@ -11,7 +11,8 @@ use splat_io::dataset::demo::{write_demo_dataset, DemoOptions};
 use splat_io::dataset::{self, Dataset, LoadOptions};
 use splat_render::{Backend, CpuBackend, ReferenceBackend};
 use splat_train::config::{McmcConfig, Strategy};
-use splat_train::run::{self, Metrics, RunConfig, Start};
+use splat_train::metrics::Metrics;
+use splat_train::run::{self, OnStep, RunConfig, Start, TrainRun};
 use splat_train::{StepStats, TrainConfig};
 
 fn demo(dir: &Path, points: usize) -> (Dataset, LoadOptions) {
@@ -72,11 +73,11 @@ fn train_with(
     backend: &dyn Fn() -> Box<dyn Backend + Send>,
     seen: &mut Vec<StepStats>,
 ) -> Metrics {
-    run::train_run(out, cfg, ds, Start::Fresh, backend, None, &mut |s| {
-        seen.push(*s)
-    })
-    .unwrap()
-    .unwrap()
+    TrainRun::new(out, cfg, ds, backend)
+        .observe(OnStep(|s: &StepStats| seen.push(*s)))
+        .run()
+        .unwrap()
+        .unwrap()
 }
 
 /// A run stopped after step 100 without final outputs: its last checkpoint.
@@ -85,7 +86,10 @@ fn stop_at_100(
     cfg: &RunConfig,
     ds: &Dataset,
 ) -> (splat_train::TrainState, run::CheckpointInfo) {
-    let out = run::train_run(dir, cfg, ds, Start::Fresh, &cpu, Some(100), &mut |_| {}).unwrap();
+    let out = TrainRun::new(dir, cfg, ds, &cpu)
+        .stop_after(Some(100))
+        .run()
+        .unwrap();
     assert!(out.is_none(), "a stopped run writes no metrics");
     run::read_checkpoint(dir).unwrap()
 }
@@ -127,7 +131,9 @@ fn mcmc_resumes_bitwise_and_is_deterministic_per_seed() {
     let (state, info) = stop_at_100(&parts, &cfg, &ds);
     assert_eq!(state.step, 80);
     let resumed = Start::Resume(Box::new(state), info);
-    run::train_run(&parts, &cfg, &ds, resumed, &cpu, None, &mut |_| {})
+    TrainRun::new(&parts, &cfg, &ds, &cpu)
+        .start(resumed)
+        .run()
         .unwrap()
         .unwrap();
     let ply = |d: &Path| std::fs::read(d.join("point_cloud.ply")).unwrap();
@@ -256,7 +262,9 @@ fn mip_filter_resumes_bitwise_bakes_its_exports_and_matches_across_backends() {
         "the checkpoint holds the sizes"
     );
     let resumed = Start::Resume(Box::new(state), info);
-    run::train_run(&parts, &cfg, &ds, resumed, &cpu, None, &mut |_| {})
+    TrainRun::new(&parts, &cfg, &ds, &cpu)
+        .start(resumed)
+        .run()
         .unwrap()
         .unwrap();
     let ply = |d: &Path| std::fs::read(d.join("point_cloud.ply")).unwrap();

@@ -6,8 +6,8 @@ use std::path::Path;
 use splat_io::dataset::demo::{write_demo_dataset, DemoOptions};
 use splat_io::dataset::{self, Dataset, LoadOptions};
 use splat_render::{Backend, CpuBackend};
-use splat_train::run::{self, RunConfig, Start};
-use splat_train::TrainConfig;
+use splat_train::run::{self, OnStep, RunConfig, Start, TrainRun};
+use splat_train::{StepStats, TrainConfig, TrainData};
 
 fn demo_dataset(dir: &Path, opts: DemoOptions) -> (Dataset, LoadOptions) {
     write_demo_dataset(dir, &opts).unwrap();
@@ -54,17 +54,21 @@ fn resumed_run_is_bitwise_identical_to_an_uninterrupted_one() {
         backend: None,
     };
     let full = tmp.path().join("full");
-    let m_full = run::train_run(&full, &cfg, &ds, Start::Fresh, &cpu, None, &mut |_| {})
+    let m_full = TrainRun::new(&full, &cfg, &ds, &cpu)
+        .run()
         .unwrap()
         .unwrap();
 
     // Stop at step 100 (the last checkpoint is step 80), then resume from the checkpoint.
     let parts = tmp.path().join("parts");
     let mut densified = 0;
-    let stopped = run::train_run(&parts, &cfg, &ds, Start::Fresh, &cpu, Some(100), &mut |s| {
-        densified += s.densified.is_some() as usize;
-    })
-    .unwrap();
+    let stopped = TrainRun::new(&parts, &cfg, &ds, &cpu)
+        .stop_after(Some(100))
+        .observe(OnStep(|s: &StepStats| {
+            densified += s.densified.is_some() as usize;
+        }))
+        .run()
+        .unwrap();
     assert!(stopped.is_none());
     assert!(
         densified >= 3,
@@ -73,17 +77,11 @@ fn resumed_run_is_bitwise_identical_to_an_uninterrupted_one() {
     let (state, info) = run::read_checkpoint(&parts).unwrap();
     assert_eq!((state.step, info.step), (80, 80));
     assert_eq!(run::read_config(&parts).unwrap(), cfg);
-    let m_parts = run::train_run(
-        &parts,
-        &cfg,
-        &ds,
-        Start::Resume(Box::new(state), info),
-        &cpu,
-        None,
-        &mut |_| {},
-    )
-    .unwrap()
-    .unwrap();
+    let m_parts = TrainRun::new(&parts, &cfg, &ds, &cpu)
+        .start(Start::Resume(Box::new(state), info))
+        .run()
+        .unwrap()
+        .unwrap();
 
     let a = std::fs::read(full.join("point_cloud.ply")).unwrap();
     let b = std::fs::read(parts.join("point_cloud.ply")).unwrap();
@@ -135,17 +133,10 @@ fn the_demo_scene_trains_to_a_useful_psnr() {
         checkpoint_every: 0,
         backend: None,
     };
-    let m = run::train_run(
-        &tmp.path().join("out"),
-        &cfg,
-        &ds,
-        Start::Fresh,
-        &cpu,
-        None,
-        &mut |_| {},
-    )
-    .unwrap()
-    .unwrap();
+    let m = TrainRun::new(&tmp.path().join("out"), &cfg, &ds, &cpu)
+        .run()
+        .unwrap()
+        .unwrap();
     eprintln!(
         "demo: PSNR {:.2} SSIM {:.3} with {} Gaussians",
         m.psnr, m.ssim, m.num_gaussians
@@ -176,14 +167,7 @@ fn degenerate_gaussians_do_not_poison_a_step_and_non_finite_steps_are_skipped() 
         densify_from: 1000,
         ..TrainConfig::default()
     };
-    let mut t = Trainer::new(
-        cfg.clone(),
-        &ds.train,
-        &ds.points,
-        ds.background,
-        ds.scene_extent,
-        cpu(),
-    );
+    let mut t = Trainer::new(cfg.clone(), TrainData::of(&ds), &ds.points, cpu());
     {
         let g = &mut t.state.gaussians;
         g.log_scales[0] = [f32::NEG_INFINITY; 3]; // zero scale
@@ -207,14 +191,7 @@ fn degenerate_gaussians_do_not_poison_a_step_and_non_finite_steps_are_skipped() 
     }
 
     // An infinite colour makes the loss infinite: the step is skipped, repeatedly, then training stops.
-    let mut t = Trainer::new(
-        cfg,
-        &ds.train,
-        &ds.points,
-        ds.background,
-        ds.scene_extent,
-        cpu(),
-    );
+    let mut t = Trainer::new(cfg, TrainData::of(&ds), &ds.points, cpu());
     for g in t.state.gaussians.sh_dc.iter_mut() {
         *g = [f32::INFINITY; 3];
     }
@@ -260,14 +237,7 @@ fn the_last_iteration_neither_densifies_nor_resets_opacity() {
         opacity_reset_interval: 60,
         ..TrainConfig::default()
     };
-    let mut t = Trainer::new(
-        cfg,
-        &ds.train,
-        &ds.points,
-        ds.background,
-        ds.scene_extent,
-        cpu(),
-    );
+    let mut t = Trainer::new(cfg, TrainData::of(&ds), &ds.points, cpu());
     let mut last = None;
     while !t.done() {
         let s = t.step().unwrap();

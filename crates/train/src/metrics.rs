@@ -1,0 +1,23 @@
+//! `metrics.json`: what a finished run measured. Written by [`crate::run`], shown by [`crate::report`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::eval::ViewMetrics;
+
+/// The evaluation of a finished run and how it ran.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Means over the evaluated views.
+    pub psnr: f64,
+    pub ssim: f64,
+    pub num_gaussians: usize,
+    pub iterations: u64,
+    pub train_seconds: f64,
+    pub its_per_second: f64,
+    /// `test` (held-out views) or `train` (no test split: metrics on the training views).
+    pub split: String,
+    pub backend: String,
+    /// Steps skipped because the loss or a gradient was not finite (this process).
+    pub skipped_steps: u64,
+    pub views: Vec<ViewMetrics>,
+}
