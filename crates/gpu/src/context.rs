@@ -82,6 +82,9 @@ impl Counters {
     }
 }
 
+/// Invocations per workgroup of every 1D kernel (the device's dispatch limits are counted in them).
+pub const WORKGROUP: u32 = 256;
+
 /// Features used where the adapter has them: timestamps (`splat bench`'s device time per stage) and
 /// subgroups (the rasterize backward's per-intersection sums).
 pub const OPTIONAL_FEATURES: wgpu::Features =
@@ -359,8 +362,7 @@ impl GpuContext {
     /// Invocations of 256-wide workgroups one 2D dispatch can cover.
     pub fn max_dispatch_invocations(&self) -> usize {
         let max = self.limits.max_compute_workgroups_per_dimension.max(1) as usize;
-        max.saturating_mul(max)
-            .saturating_mul(crate::kernel::WORKGROUP as usize)
+        max.saturating_mul(max).saturating_mul(WORKGROUP as usize)
     }
 
     /// Workgroup counts `(x, y)` covering `groups` workgroups within the per-dimension limit; shaders

@@ -215,8 +215,7 @@ fn replay_from(
     }
 }
 
-/// Invocations per workgroup of every 1D kernel here.
-pub const WORKGROUP: u32 = 256;
+pub use crate::context::WORKGROUP;
 
 pub struct Kernel {
     pipeline: wgpu::ComputePipeline,

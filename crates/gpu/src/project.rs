@@ -10,10 +10,8 @@ use splat_render::project::{CameraParams, DILATION, NEAR_PLANE};
 use splat_render::sh::active_coeffs;
 use splat_render::{Projected, RenderSettings};
 
-use crate::context::{GpuContext, GpuError};
+use crate::context::{GpuContext, GpuError, WORKGROUP};
 use crate::kernel::Recorder;
-
-const WORKGROUP: u32 = 256;
 
 /// The shader's `Camera` uniform (all 16-byte vectors, so the Rust and WGSL layouts agree).
 #[repr(C)]

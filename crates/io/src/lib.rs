@@ -10,6 +10,7 @@ pub mod formats;
 pub mod fuzzing;
 pub mod images;
 pub mod ply;
+mod ply_header;
 
 pub use atomic::{write_atomic, write_atomic_with};
 pub use formats::{read_scene, write_scene, FormatError, SceneFormat, WriteOptions};

@@ -78,32 +78,58 @@ impl GpuResident {
         }
     }
 
-    /// The template from the select hole on (see [`Self::record_step`]).
+    /// The template from the select hole on (see [`Self::record_step`]), as the step's stages.
     fn record_after_select(
         &self,
         enc: &mut dyn Recorder,
         constants: &BlockConstants,
         p: BookParams,
     ) {
-        let ctx = &*self.ctx;
-        let images = self.images.as_ref().expect("views uploaded");
-        let scene = self.scene.as_ref().expect("state loaded");
-        let list = self.list.as_ref().expect("list made");
-        let loss = self.loss_bufs.as_ref().expect("views uploaded");
-        let grid = &images.grid;
-        let n = scene.n as u32;
-        let tiles = grid.num_tiles() as u32;
-        let pixels = grid.width * grid.height;
-        let (project_chunks, backward_chunks) = scene.chunks();
-        let status = &self.status;
-        let book = |enc: &mut dyn Recorder,
-                    kernel: &Kernel,
-                    bindings: &[(u32, &wgpu::Buffer)],
-                    groups: u32| {
-            kernel.dispatch_bytes(ctx, enc, bytemuck::bytes_of(&p), bindings, groups)
+        let t = Template {
+            ctx: &self.ctx,
+            images: self.images.as_ref().expect("views uploaded"),
+            scene: self.scene.as_ref().expect("state loaded"),
+            list: self.list.as_ref().expect("list made"),
+            loss: self.loss_bufs.as_ref().expect("views uploaded"),
+            status: &self.status,
+            p,
         };
-        // The view's camera blocks (written by the select hole) into the uniforms, its target image.
-        let stride = uniform_stride(ctx) as u64;
+        self.record_view(enc, &t);
+        self.record_project(enc, &t);
+        let sorted = self.record_bin(enc, &t);
+        // The SH degree is the projection's business; rasterizing reads the background and cut-offs.
+        let mut settings = RenderSettings::new(0);
+        settings.background = constants.background;
+        let inputs = RasterInputs {
+            ranges: &self.ranges,
+            ids: &sorted[2],
+            means2d: &t.scene.projected[0],
+            conics: &t.scene.projected[1],
+            opacities: &t.scene.projected[5],
+            colors: &t.scene.projected[6],
+        };
+        self.record_forward_and_loss(enc, &t, &inputs, &settings, constants);
+        self.record_raster_backward(enc, &t, &inputs, &settings);
+        enc.stage(STAGE_PROJECT_BWD);
+        // Whether every gradient (and the loss) is finite; the gradients themselves are formed again
+        // and applied by the tail's Adam (`project_bwd_adam.rs`).
+        self.backward().record_check(
+            t.ctx,
+            enc,
+            &self.fused_buffers(t.scene),
+            (t.scene.n, t.scene.backward_chunk),
+            &t.scene.backward_uniform,
+            &t.loss.sums,
+            3 * t.images.grid.height,
+        );
+        enc.hole(HOLE_TAIL);
+    }
+
+    /// The view's camera blocks (written by the select hole) into the uniforms, its target image.
+    fn record_view(&self, enc: &mut dyn Recorder, t: &Template<'_>) {
+        let (scene, images) = (t.scene, t.images);
+        let (project_chunks, backward_chunks) = scene.chunks();
+        let stride = uniform_stride(t.ctx) as u64;
         let project_bytes = project_chunks as u64 * stride;
         enc.copy(&scene.staging, 0, &scene.project_uniform, 0, project_bytes);
         enc.copy(
@@ -113,11 +139,12 @@ impl GpuResident {
             0,
             backward_chunks as u64 * stride,
         );
-        book(
+        let pixels = images.grid.width * images.grid.height;
+        t.book(
             enc,
             &self.k.unpack,
             &[
-                (1, status),
+                (1, t.status),
                 (5, &images.packed[0]),
                 (6, &images.lut),
                 (7, &self.target),
@@ -127,9 +154,11 @@ impl GpuResident {
             ],
             groups_for(pixels),
         );
+    }
 
-        // Project.
-        let pr = &scene.projected;
+    /// Projects every Gaussian (chunked under the uniform's limits).
+    fn record_project(&self, enc: &mut dyn Recorder, t: &Template<'_>) {
+        let scene = t.scene;
         let mut bindings: Vec<(u32, &wgpu::Buffer, usize)> = vec![
             (1, &scene.params[0], 3),
             (2, &scene.params[4], 3),
@@ -139,12 +168,14 @@ impl GpuResident {
             (6, &scene.params[2], scene.rest),
         ];
         bindings.extend(
-            pr.iter()
+            scene
+                .projected
+                .iter()
                 .enumerate()
                 .map(|(k, b)| (7 + k as u32, b, OUTPUT_WORDS[k])),
         );
         record_chunked_with(
-            ctx,
+            t.ctx,
             enc,
             &self.project.pipeline,
             &self.project.layout,
@@ -153,10 +184,19 @@ impl GpuResident {
             &scene.project_uniform,
             &bindings,
         );
-        let (means2d, conics, depths, radii, rects, opacities, colors) =
-            (&pr[0], &pr[1], &pr[2], &pr[3], &pr[4], &pr[5], &pr[6]);
+    }
 
-        // Bin into the capacity-sized list.
+    /// Counts, emits and sorts the intersections into the capacity-sized list and finds each tile's
+    /// range; returns the sorted list (keys, values, ids).
+    fn record_bin<'t>(&self, enc: &mut dyn Recorder, t: &Template<'t>) -> &'t [wgpu::Buffer; 3] {
+        let (ctx, scene, list, grid) = (t.ctx, t.scene, t.list, &t.images.grid);
+        let n = scene.n as u32;
+        let tiles = grid.num_tiles() as u32;
+        let (rects, radii, depths) = (
+            &scene.projected[4],
+            &scene.projected[3],
+            &scene.projected[2],
+        );
         enc.stage(STAGE_BIN);
         enc.clear(&scene.counts);
         self.bin.count.dispatch(
@@ -171,7 +211,7 @@ impl GpuResident {
         enc.hole(HOLE_OVERFLOW);
         let a = &list.a;
         let atomic = self.raster.sums == BackwardSums::Atomic;
-        book(
+        t.book(
             enc,
             &self.k.padding,
             &[(9, &a[0]), (10, &a[1])],
@@ -209,115 +249,110 @@ impl GpuResident {
             &list.b,
             (!atomic).then_some(&inverse),
         );
-        let a = if in_b { &list.b } else { &list.a };
+        let sorted = if in_b { &list.b } else { &list.a };
         enc.clear(&self.ranges);
         self.bin.ranges.dispatch(
             ctx,
             enc,
             [c, tiles, 0, 0],
-            &[(1, &a[0]), (2, &self.ranges)],
+            &[(1, &sorted[0]), (2, &self.ranges)],
             groups_for(c),
         );
+        sorted
+    }
 
-        // Rasterize and the loss.
-        // The SH degree is the projection's business; rasterizing reads the background and cut-offs.
-        let mut settings = RenderSettings::new(0);
-        settings.background = constants.background;
-        let inputs = RasterInputs {
-            ranges: &self.ranges,
-            ids: &a[2],
-            means2d,
-            conics,
-            opacities,
-            colors,
-        };
+    /// Rasterizes the view and records the loss against its target (the metrics hole after it).
+    fn record_forward_and_loss(
+        &self,
+        enc: &mut dyn Recorder,
+        t: &Template<'_>,
+        inputs: &RasterInputs<'_>,
+        settings: &RenderSettings,
+        constants: &BlockConstants,
+    ) {
+        let grid = &t.images.grid;
         enc.stage(STAGE_RASTER_FWD);
         let mut fwd = inputs.bindings().to_vec();
         fwd.extend([(7, &self.image), (8, &self.final_t), (9, &self.n_contrib)]);
         record_pass(
-            ctx,
+            t.ctx,
             enc,
             &self.raster.forward,
-            bytemuck::bytes_of(&raster_params(grid, &settings, 0)),
+            bytemuck::bytes_of(&raster_params(grid, settings, 0)),
             &fwd,
             (grid.tiles_x, grid.tiles_y, 1),
         );
         enc.stage(STAGE_LOSS);
-        self.loss.record(
-            ctx,
-            enc,
-            &self.image,
-            &self.target,
-            loss,
-            constants.config.lambda_dssim,
-        );
+        let lambda = constants.config.lambda_dssim;
+        self.loss
+            .record(t.ctx, enc, &self.image, &self.target, t.loss, lambda);
         enc.hole(HOLE_METRICS);
+    }
 
-        // Backward.
+    /// The rasterize backward into each Gaussian's projected gradients: atomic sums, or records per
+    /// intersection gathered per Gaussian in emission (tile) order through the sort's inverse.
+    fn record_raster_backward(
+        &self,
+        enc: &mut dyn Recorder,
+        t: &Template<'_>,
+        inputs: &RasterInputs<'_>,
+        settings: &RenderSettings,
+    ) {
+        let (ctx, scene, list, grid) = (t.ctx, t.scene, t.list, &t.images.grid);
+        let n = scene.n as u32;
         enc.stage(STAGE_RASTER_BWD);
         let mut tiles_b = inputs.bindings().to_vec();
-        tiles_b.extend([(7, &self.final_t), (8, &self.n_contrib), (9, &loss.grad)]);
-        let rp = raster_params(grid, &settings, n);
-        if atomic {
+        tiles_b.extend([(7, &self.final_t), (8, &self.n_contrib), (9, &t.loss.grad)]);
+        let rp = raster_params(grid, settings, n);
+        let tile_groups = (grid.tiles_x, grid.tiles_y, 1);
+        if self.raster.sums == BackwardSums::Atomic {
             enc.clear(&scene.projected_grads);
             tiles_b.push((16, &scene.projected_grads));
+            let pipeline = self.raster.backward_atomic();
             record_pass(
                 ctx,
                 enc,
-                self.raster.backward_atomic(),
+                pipeline,
                 bytemuck::bytes_of(&rp),
                 &tiles_b,
-                (grid.tiles_x, grid.tiles_y, 1),
+                tile_groups,
             );
-        } else {
-            for r in &list.records {
-                enc.clear(r);
-            }
-            tiles_b.extend([
-                (10, &list.records[0]),
-                (16, &list.records[1]),
-                (17, &list.records[2]),
-            ]);
-            record_pass(
-                ctx,
-                enc,
-                &self.raster.backward_tiles,
-                bytemuck::bytes_of(&rp),
-                &tiles_b,
-                (grid.tiles_x, grid.tiles_y, 1),
-            );
-            let (x, y) = ctx.dispatch_size(groups_for(n));
-            // Each Gaussian's records in emission (tile) order, found through the sort's inverse.
-            record_pass(
-                ctx,
-                enc,
-                &self.raster.backward_gather_indexed,
-                bytemuck::bytes_of(&rp),
-                &[
-                    (10, &list.records[0]),
-                    (16, &list.records[1]),
-                    (17, &list.records[2]),
-                    (11, radii),
-                    (15, &scene.projected_grads),
-                    (18, &scene.counts),
-                    (19, &list.inverse),
-                ],
-                (x, y, 1),
-            );
+            return;
         }
-        enc.stage(STAGE_PROJECT_BWD);
-        // Whether every gradient (and the loss) is finite; the gradients themselves are formed again
-        // and applied by the tail's Adam (`project_bwd_adam.rs`).
-        self.backward().record_check(
+        for r in &list.records {
+            enc.clear(r);
+        }
+        let records = [
+            (10, &list.records[0]),
+            (16, &list.records[1]),
+            (17, &list.records[2]),
+        ];
+        tiles_b.extend(records);
+        let pipeline = &self.raster.backward_tiles;
+        record_pass(
             ctx,
             enc,
-            &self.fused_buffers(scene),
-            (scene.n, scene.backward_chunk),
-            &scene.backward_uniform,
-            &loss.sums,
-            3 * grid.height,
+            pipeline,
+            bytemuck::bytes_of(&rp),
+            &tiles_b,
+            tile_groups,
         );
-        enc.hole(HOLE_TAIL);
+        let (x, y) = ctx.dispatch_size(groups_for(n));
+        let mut gather = records.to_vec();
+        gather.extend([
+            (11, &scene.projected[3]),
+            (15, &scene.projected_grads),
+            (18, &scene.counts),
+            (19, &list.inverse),
+        ]);
+        record_pass(
+            ctx,
+            enc,
+            &self.raster.backward_gather_indexed,
+            bytemuck::bytes_of(&rp),
+            &gather,
+            (x, y, 1),
+        );
     }
 
     /// The metrics and tail holes of step `s` (see [`Self::record_step`]): its loss rows into the block's
@@ -426,5 +461,30 @@ impl GpuResident {
             status: &self.status,
             rest: scene.rest,
         }
+    }
+}
+
+/// What the template's stages read: the engine's buffers for the loaded views, scene and list, and
+/// the book-keeping kernels' parameters.
+struct Template<'r> {
+    ctx: &'r GpuContext,
+    images: &'r Images,
+    scene: &'r Scene,
+    list: &'r List,
+    loss: &'r LossBuffers,
+    status: &'r wgpu::Buffer,
+    p: BookParams,
+}
+
+impl Template<'_> {
+    /// Records a book-keeping kernel (`resident.wgsl`) with the step's parameters.
+    fn book(
+        &self,
+        enc: &mut dyn Recorder,
+        kernel: &Kernel,
+        bindings: &[(u32, &wgpu::Buffer)],
+        groups: u32,
+    ) {
+        kernel.dispatch_bytes(self.ctx, enc, bytemuck::bytes_of(&self.p), bindings, groups)
     }
 }

@@ -458,20 +458,16 @@ fn undistort_note<'a>(cameras: impl Iterator<Item = &'a colmap::ColmapCamera>) -
     })
 }
 
-fn load_colmap(root: &Path, opts: &LoadOptions) -> Result<Dataset, DatasetError> {
-    let model_dir = colmap::find_model_dir(root)
-        .ok_or_else(|| DatasetError::invalid(root, "no COLMAP model in sparse/0 or sparse"))?;
-    let recon = colmap::read_model(&model_dir)?;
-    let folder = opts.images.clone().unwrap_or_else(|| "images".to_string());
-    let image_dir = root.join(&folder);
-    if !image_dir.is_dir() {
-        return Err(DatasetError::invalid(
-            &image_dir,
-            "image folder not found (use --images SUBDIR)",
-        ));
-    }
-    let mut warnings = Vec::new();
-    let mut notes = Vec::new();
+/// The views of a COLMAP reconstruction whose images are in `image_dir` (matched by name, or by
+/// sorted order when no name matches and the counts agree), with their cameras. Missing images are an
+/// error, or with `--skip-bad-images` a warning.
+fn colmap_views(
+    recon: &colmap::Reconstruction,
+    image_dir: &Path,
+    model_dir: &Path,
+    opts: &LoadOptions,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<PendingView>, DatasetError> {
     let present = list_images(&image_dir)?;
     let any_by_name = recon
         .images
@@ -552,6 +548,24 @@ fn load_colmap(root: &Path, opts: &LoadOptions) -> Result<Dataset, DatasetError>
                 .join(", ")
         ));
     }
+    Ok(pending)
+}
+
+fn load_colmap(root: &Path, opts: &LoadOptions) -> Result<Dataset, DatasetError> {
+    let model_dir = colmap::find_model_dir(root)
+        .ok_or_else(|| DatasetError::invalid(root, "no COLMAP model in sparse/0 or sparse"))?;
+    let recon = colmap::read_model(&model_dir)?;
+    let folder = opts.images.clone().unwrap_or_else(|| "images".to_string());
+    let image_dir = root.join(&folder);
+    if !image_dir.is_dir() {
+        return Err(DatasetError::invalid(
+            &image_dir,
+            "image folder not found (use --images SUBDIR)",
+        ));
+    }
+    let mut warnings = Vec::new();
+    let mut notes = Vec::new();
+    let pending = colmap_views(&recon, &image_dir, &model_dir, opts, &mut warnings)?;
     if let Some(note) = undistort_note(recon.cameras.values()) {
         notes.push(note);
     }

@@ -13,7 +13,7 @@ use splat_core::sh::SH_C0;
 use splat_core::{sh_coeffs_for_degree, Gaussians};
 
 use super::quant::{logit, morton_order, normalize, permuted, sigmoid, unit_quat, unorm};
-use crate::ply::{Element, Format, Header, PlyErrorKind, PropertyKind, ScalarType};
+use crate::ply_header::{Element, Format, Header, PlyErrorKind, PropertyKind, ScalarType};
 
 /// Splats per chunk.
 pub const CHUNK: usize = 256;

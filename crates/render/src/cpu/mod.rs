@@ -10,6 +10,7 @@
 //! thread count, and no atomics are needed.
 
 pub mod bin;
+mod cull;
 pub mod peak;
 pub mod rasterize;
 pub mod simd;

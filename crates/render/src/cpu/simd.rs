@@ -205,6 +205,10 @@ fn bit_range(lo: usize, hi: usize) -> u64 {
     below(hi) & !below(lo)
 }
 
+/// The forward kernel of one tile: every gathered Gaussian over the tile's vectors of pixels. One
+/// function on purpose (longer than the others): the live-vector mask, the per-row cull and the
+/// accumulators stay in registers across the Gaussian loop, which helpers the compiler does not
+/// inline into every instruction-set copy would spill.
 #[inline(always)]
 fn forward_tile<const L: usize, M: MulAdd>(
     gs: &[TileGaussian],
