@@ -53,7 +53,7 @@ fn trainer<'a>(
     resident: Option<GpuResident>,
 ) -> Trainer<'a> {
     let backend = Box::new(GpuBackend::new(ctx.clone()));
-    let mut t = Trainer::new(cfg, TrainData::of(&ds), &ds.points, backend);
+    let mut t = Trainer::new(cfg, TrainData::of(ds), &ds.points, backend);
     if let Some(r) = resident {
         t.with_resident(Box::new(r)).unwrap();
     }
@@ -103,7 +103,7 @@ fn resume<'a>(
 ) -> Trainer<'a> {
     let mut t = Trainer::resume(
         cfg.clone(),
-        TrainData::of(&ds),
+        TrainData::of(ds),
         state.clone(),
         Box::new(GpuBackend::new(ctx.clone())),
     );

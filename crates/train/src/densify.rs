@@ -57,6 +57,52 @@ pub fn view_stats(
     }
 }
 
+/// One step's densification statistics per Gaussian, summed over its views (and ranks): the 2D-mean
+/// gradient norms in NDC units, how many views saw each Gaussian, and its largest radius. The buffers
+/// keep their capacity from step to step.
+#[derive(Clone, Debug, Default)]
+pub struct StepStatistics {
+    pub norms: Vec<f32>,
+    pub counts: Vec<f32>,
+    pub radii: Vec<f32>,
+}
+
+impl StepStatistics {
+    /// Zeroes the statistics of `n` Gaussians.
+    pub fn clear(&mut self, n: usize) {
+        for v in [&mut self.norms, &mut self.counts, &mut self.radii] {
+            v.clear();
+            v.resize(n, 0.0);
+        }
+    }
+
+    /// Adds the view of `size` (width, height) just rendered ([`view_stats`]).
+    pub fn add_view(
+        &mut self,
+        projected: &Projected<f32>,
+        grads: &ProjectedGrads<f32>,
+        absgrad: bool,
+        size: (u32, u32),
+    ) {
+        let (w, h) = size;
+        view_stats(
+            projected,
+            grads,
+            absgrad,
+            w,
+            h,
+            &mut self.norms,
+            &mut self.counts,
+            &mut self.radii,
+        );
+    }
+
+    /// Adds the step's statistics to the running ones of `state` ([`apply_stats`]).
+    pub fn apply(&self, state: &mut TrainState) {
+        apply_stats(state, &self.norms, &self.counts, &self.radii);
+    }
+}
+
 /// Adds a step's statistics (summed over its views and ranks) to the running ones.
 pub fn apply_stats(state: &mut TrainState, norms: &[f32], counts: &[f32], radii: &[f32]) {
     for i in 0..state.len() {

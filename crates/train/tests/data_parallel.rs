@@ -131,7 +131,7 @@ fn train(ds: &Dataset, batch: usize, ranks: usize) -> Vec<(u64, Vec<[f32; 3]>)> 
                 s.spawn(move || {
                     let mut t = Trainer::new(
                         config(batch),
-                        TrainData::of(&ds),
+                        TrainData::of(ds),
                         &ds.points,
                         Box::new(CpuBackend::new()),
                     );

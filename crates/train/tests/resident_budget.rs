@@ -60,7 +60,7 @@ fn trainer(ds: &Dataset, max_gaussians: Option<usize>) -> Trainer<'_> {
     };
     Trainer::new(
         cfg,
-        TrainData::of(&ds),
+        TrainData::of(ds),
         &ds.points,
         Box::new(CpuBackend::new()),
     )

@@ -468,7 +468,7 @@ fn colmap_views(
     opts: &LoadOptions,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<PendingView>, DatasetError> {
-    let present = list_images(&image_dir)?;
+    let present = list_images(image_dir)?;
     let any_by_name = recon
         .images
         .iter()
@@ -512,7 +512,7 @@ fn colmap_views(
     }
     if pending.is_empty() {
         return Err(DatasetError::invalid(
-            &image_dir,
+            image_dir,
             format!(
                 "none of the {} images of the reconstruction is here (first: {:?}) and the folder has {} images",
                 recon.images.len(),

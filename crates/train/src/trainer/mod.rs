@@ -29,6 +29,7 @@ use splat_io::dataset::{Dataset, Points, View};
 use splat_render::{Backend, Buffers};
 
 use crate::config::{Strategy, TrainConfig};
+use crate::densify::StepStatistics;
 use crate::init::gaussians_from_points;
 use crate::loss::SsimScratch;
 use crate::mcmc;
@@ -76,11 +77,8 @@ pub struct Trainer<'a> {
     collective: Box<dyn Collective + 'a>,
     /// Gradients summed over the views of a step (unused with one view and one rank).
     batch_grads: Gaussians<f32>,
-    /// Densification statistics of a step: per Gaussian, the summed screen-space gradient norm,
-    /// the number of views that saw it and its largest radius.
-    step_norms: Vec<f32>,
-    step_counts: Vec<f32>,
-    step_radii: Vec<f32>,
+    /// Densification statistics of a step.
+    step_stats: StepStatistics,
     /// Blocks of steps on a device holding the state (see [`crate::resident`]).
     blocks: Option<blocks::Blocks<'a>>,
     /// `state` is current (false after a resident block ran; [`Trainer::sync`] copies it back).
@@ -140,9 +138,7 @@ impl<'a> Trainer<'a> {
             skipped_steps: 0,
             collective: Box::new(Local),
             batch_grads: Gaussians::new(0),
-            step_norms: Vec::new(),
-            step_counts: Vec::new(),
-            step_radii: Vec::new(),
+            step_stats: StepStatistics::default(),
             blocks: None,
             host_current: true,
             sync_every: 0,

@@ -75,15 +75,7 @@ impl<'a> Trainer<'a> {
         if !work.plan.stats {
             return;
         }
-        let n = self.state.len();
-        for v in [
-            &mut self.step_norms,
-            &mut self.step_counts,
-            &mut self.step_radii,
-        ] {
-            v.clear();
-            v.resize(n, 0.0);
-        }
+        self.step_stats.clear(self.state.len());
     }
 
     /// Renders this rank's views of the step, each with its loss, backward and statistics; with more
@@ -187,16 +179,9 @@ impl<'a> Trainer<'a> {
             return;
         }
         let cam = &self.views[vi].camera;
-        densify::view_stats(
-            &self.buffers.projected,
-            &self.buffers.projected_grads,
-            self.cfg.absgrad,
-            cam.width,
-            cam.height,
-            &mut self.step_norms,
-            &mut self.step_counts,
-            &mut self.step_radii,
-        );
+        let b = &self.buffers;
+        let size = (cam.width, cam.height);
+        (self.step_stats).add_view(&b.projected, &b.projected_grads, self.cfg.absgrad, size);
     }
 
     /// Sums gradients, statistics and losses over the ranks and takes the means of the losses.
@@ -208,9 +193,10 @@ impl<'a> Trainer<'a> {
                     .sum_f32(group_params(&mut self.batch_grads, gi));
             }
             if work.plan.stats {
-                self.collective.sum_f32(&mut self.step_norms);
-                self.collective.sum_f32(&mut self.step_counts);
-                self.collective.max_f32(&mut self.step_radii);
+                let st = &mut self.step_stats;
+                self.collective.sum_f32(&mut st.norms);
+                self.collective.sum_f32(&mut st.counts);
+                self.collective.max_f32(&mut st.radii);
             }
             self.collective.sum_f64(&mut work.sums);
             work.stats.times.densify += t.elapsed();
@@ -276,12 +262,7 @@ impl<'a> Trainer<'a> {
         if !plan.stats {
             return;
         }
-        densify::apply_stats(
-            &mut self.state,
-            &self.step_norms,
-            &self.step_counts,
-            &self.step_radii,
-        );
+        self.step_stats.apply(&mut self.state);
         if plan.densify {
             work.stats.densified = Some(densify::densify_and_prune(
                 &mut self.state,
