@@ -77,7 +77,7 @@ fn steady_state_steps_do_not_allocate() {
         for _ in 0..20 {
             t.step().unwrap();
         }
-        // As in `run::train_run`: the loop runs on a pool thread.
+        // As in `run::TrainRun::run`: the loop runs on a pool thread.
         rayon::scope(|_| {
             ALLOCATIONS.store(0, Ordering::SeqCst);
             COUNTING.store(true, Ordering::SeqCst);
