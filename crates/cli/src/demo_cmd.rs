@@ -6,9 +6,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use splat_io::dataset::demo::{write_demo_dataset, DemoOptions};
 use splat_io::dataset::LoadOptions;
-use splat_io::dataset::View;
-use splat_train::resident::ResidentEngine;
-use splat_train::run::{RunConfig, TrainRun};
+use splat_train::run::{MakeResident, RunConfig, TrainRun};
 use splat_train::TrainConfig;
 
 use crate::backend_args::BackendArg;
@@ -57,9 +55,7 @@ pub fn demo(args: DemoArgs) -> Result<()> {
     let backend = args.backend.choose()?;
     let make_backend = || backend.make();
     let make_resident = backend.resident();
-    let resident = make_resident
-        .as_ref()
-        .map(|m| m as &dyn Fn(&[View]) -> Box<dyn ResidentEngine>);
+    let resident = make_resident.as_ref().map(|m| m as MakeResident);
     let metrics = TrainRun::new(&args.out, &cfg, &ds, &make_backend)
         .resident(resident)
         .observe(Progress::new(0, cfg.train.iterations))

@@ -5,11 +5,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use splat_io::dataset::View;
 use splat_train::metrics::Metrics;
 use splat_train::parallel::Collective;
-use splat_train::resident::ResidentEngine;
-use splat_train::run::{self, RunConfig, Start, TrainRun};
+use splat_train::run::{self, MakeResident, RunConfig, Start, TrainRun};
 use splat_train::TrainConfig;
 
 use crate::backend_args::{resolve_backend, BackendArg, ChosenBackend};
@@ -110,9 +108,7 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
     };
     let make_backend = || backend.make();
     let make_resident = backend.resident().filter(|_| !args.gpu_per_stage);
-    let resident = make_resident
-        .as_ref()
-        .map(|m| m as &dyn Fn(&[View]) -> Box<dyn ResidentEngine>);
+    let resident = make_resident.as_ref().map(|m| m as MakeResident);
     let steps = cfg.train.per_step().iterations;
     let mut run = TrainRun::new(&dir, &cfg, &ds, &make_backend)
         .stop_after(args.stop_after)
