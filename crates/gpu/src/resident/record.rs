@@ -85,6 +85,9 @@ impl GpuResident {
         constants: &BlockConstants,
         p: BookParams,
     ) {
+        // The SH degree is the projection's business; rasterizing reads the background and cut-offs.
+        let mut settings = RenderSettings::new(0);
+        settings.background = constants.background;
         let t = Template {
             ctx: &self.ctx,
             images: self.images.as_ref().expect("views uploaded"),
@@ -92,14 +95,13 @@ impl GpuResident {
             list: self.list.as_ref().expect("list made"),
             loss: self.loss_bufs.as_ref().expect("views uploaded"),
             status: &self.status,
+            settings,
+            lambda_dssim: constants.config.lambda_dssim,
             p,
         };
         self.record_view(enc, &t);
         self.record_project(enc, &t);
         let sorted = self.record_bin(enc, &t);
-        // The SH degree is the projection's business; rasterizing reads the background and cut-offs.
-        let mut settings = RenderSettings::new(0);
-        settings.background = constants.background;
         let inputs = RasterInputs {
             ranges: &self.ranges,
             ids: &sorted[2],
@@ -108,8 +110,8 @@ impl GpuResident {
             opacities: &t.scene.projected[5],
             colors: &t.scene.projected[6],
         };
-        self.record_forward_and_loss(enc, &t, &inputs, &settings, constants);
-        self.record_raster_backward(enc, &t, &inputs, &settings);
+        self.record_forward_and_loss(enc, &t, &inputs);
+        self.record_raster_backward(enc, &t, &inputs);
         enc.stage(STAGE_PROJECT_BWD);
         // Whether every gradient (and the loss) is finite; the gradients themselves are formed again
         // and applied by the tail's Adam (`project_bwd_adam.rs`).
@@ -267,8 +269,6 @@ impl GpuResident {
         enc: &mut dyn Recorder,
         t: &Template<'_>,
         inputs: &RasterInputs<'_>,
-        settings: &RenderSettings,
-        constants: &BlockConstants,
     ) {
         let grid = &t.images.grid;
         enc.stage(STAGE_RASTER_FWD);
@@ -278,14 +278,19 @@ impl GpuResident {
             t.ctx,
             enc,
             &self.raster.forward,
-            bytemuck::bytes_of(&raster_params(grid, settings, 0)),
+            bytemuck::bytes_of(&raster_params(grid, &t.settings, 0)),
             &fwd,
             (grid.tiles_x, grid.tiles_y, 1),
         );
         enc.stage(STAGE_LOSS);
-        let lambda = constants.config.lambda_dssim;
-        self.loss
-            .record(t.ctx, enc, &self.image, &self.target, t.loss, lambda);
+        (self.loss).record(
+            t.ctx,
+            enc,
+            &self.image,
+            &self.target,
+            t.loss,
+            t.lambda_dssim,
+        );
         enc.hole(HOLE_METRICS);
     }
 
@@ -296,14 +301,13 @@ impl GpuResident {
         enc: &mut dyn Recorder,
         t: &Template<'_>,
         inputs: &RasterInputs<'_>,
-        settings: &RenderSettings,
     ) {
         let (ctx, scene, list, grid) = (t.ctx, t.scene, t.list, &t.images.grid);
         let n = scene.n as u32;
         enc.stage(STAGE_RASTER_BWD);
         let mut tiles_b = inputs.bindings().to_vec();
         tiles_b.extend([(7, &self.final_t), (8, &self.n_contrib), (9, &t.loss.grad)]);
-        let rp = raster_params(grid, settings, n);
+        let rp = raster_params(grid, &t.settings, n);
         let tile_groups = (grid.tiles_x, grid.tiles_y, 1);
         if self.raster.sums == BackwardSums::Atomic {
             enc.clear(&scene.projected_grads);
@@ -464,8 +468,8 @@ impl GpuResident {
     }
 }
 
-/// What the template's stages read: the engine's buffers for the loaded views, scene and list, and
-/// the book-keeping kernels' parameters.
+/// What the template's stages read: the engine's buffers for the loaded views, scene and list, the
+/// rasterizer's settings and the loss weight, and the book-keeping kernels' parameters.
 struct Template<'r> {
     ctx: &'r GpuContext,
     images: &'r Images,
@@ -473,6 +477,8 @@ struct Template<'r> {
     list: &'r List,
     loss: &'r LossBuffers,
     status: &'r wgpu::Buffer,
+    settings: RenderSettings,
+    lambda_dssim: f64,
     p: BookParams,
 }
 

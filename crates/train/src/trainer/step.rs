@@ -248,10 +248,7 @@ impl<'a> Trainer<'a> {
         }
         let (opacity_reg, scale_reg) = (self.cfg.mcmc.opacity_reg, self.cfg.mcmc.scale_reg);
         let views = self.cfg.batch.max(1) as f64;
-        let grads = match work.single {
-            true => &mut self.buffers.grads,
-            false => &mut self.batch_grads,
-        };
+        let grads = step_grads(work.single, &mut self.buffers.grads, &mut self.batch_grads);
         work.stats.loss +=
             mcmc::add_regularizer(&self.state.gaussians, opacity_reg, scale_reg, views, grads);
     }
@@ -291,10 +288,7 @@ impl<'a> Trainer<'a> {
             }
             let betas = self.cfg.adam_betas();
             let (single, reset) = (work.single, work.stats.opacity_reset);
-            let grads = match single {
-                true => &mut self.buffers.grads,
-                false => &mut self.batch_grads,
-            };
+            let grads = step_grads(single, &mut self.buffers.grads, &mut self.batch_grads);
             for (gi, &lr) in lrs.iter().enumerate().take(GROUPS.len()) {
                 if (gi == 3 && reset) || (single && (gi == SH_DC || gi == SH_REST)) {
                     continue;
@@ -371,6 +365,20 @@ impl<'a> Trainer<'a> {
         let mut stats = work.stats;
         stats.num_gaussians = self.state.len();
         stats
+    }
+}
+
+/// The gradients the update applies: one view's on one rank, else the sum over the step's views and
+/// ranks.
+fn step_grads<'g>(
+    single: bool,
+    view: &'g mut Gaussians<f32>,
+    summed: &'g mut Gaussians<f32>,
+) -> &'g mut Gaussians<f32> {
+    if single {
+        view
+    } else {
+        summed
     }
 }
 
