@@ -20,4 +20,19 @@ pub struct Metrics {
     /// Steps skipped because the loss or a gradient was not finite (this process).
     pub skipped_steps: u64,
     pub views: Vec<ViewMetrics>,
+    /// Test quality at fixed fractions of the run (runs with a test split; the last point is the
+    /// final evaluation). Absent in files written before it was measured.
+    #[serde(default)]
+    pub psnr_over_time: Vec<CurvePoint>,
+}
+
+/// One point of a run's quality-against-time curve: the test views' mean PSNR and SSIM after `step`
+/// steps, `seconds` of training into the run (the evaluations themselves not counted).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    pub seconds: f64,
+    pub step: u64,
+    pub psnr: f64,
+    pub ssim: f64,
+    pub gaussians: usize,
 }

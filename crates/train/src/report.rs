@@ -175,8 +175,14 @@ fn tick_label(v: f64) -> String {
     }
 }
 
-/// An SVG line chart of `(x, y)` points.
+/// An SVG line chart of `(x, y)` points against steps.
 pub fn line_chart(title: &str, y_label: &str, points: &[(f64, f64)], colour: &str) -> String {
+    chart(title, ("step", y_label), points, colour)
+}
+
+/// An SVG line chart of `(x, y)` points with the axes' labels `(x, y)`; each point is also marked.
+pub fn chart(title: &str, labels: (&str, &str), points: &[(f64, f64)], colour: &str) -> String {
+    let (x_label, y_label) = labels;
     let (w, h) = (440.0, 260.0);
     let (left, right, top, bottom) = (64.0, 16.0, 30.0, 40.0);
     let finite: Vec<(f64, f64)> = points
@@ -236,13 +242,23 @@ pub fn line_chart(title: &str, y_label: &str, points: &[(f64, f64)], colour: &st
         );
     }
     svg += &format!(
-        r#"<text x="{}" y="{}" text-anchor="middle">step</text><text x="14" y="{}" text-anchor="middle" transform="rotate(-90 14 {})">{}</text>"#,
+        r#"<text x="{}" y="{}" text-anchor="middle">{}</text><text x="14" y="{}" text-anchor="middle" transform="rotate(-90 14 {})">{}</text>"#,
         left + (w - left - right) / 2.0,
         h - 6.0,
+        escape(x_label),
         top + (h - top - bottom) / 2.0,
         top + (h - top - bottom) / 2.0,
         escape(y_label)
     );
+    if finite.len() <= 64 {
+        for &(x, y) in &finite {
+            svg += &format!(
+                r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{colour}"/>"#,
+                px(x),
+                py(y)
+            );
+        }
+    }
     let path: Vec<String> = finite
         .iter()
         .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
@@ -310,6 +326,19 @@ figcaption { font-size: 12px; color: #555; }
         "#1e8449",
     );
     html += "\n</div>\n";
+    if !metrics.psnr_over_time.is_empty() {
+        let curve: Vec<(f64, f64)> = (metrics.psnr_over_time.iter())
+            .map(|p| (p.seconds, p.psnr))
+            .collect();
+        html += "<h2>Quality against time</h2>\n<div class=\"charts\" id=\"psnr-over-time\">\n";
+        html += &chart(
+            &format!("Test PSNR ({} views)", metrics.views.len()),
+            ("training seconds", "dB"),
+            &curve,
+            "#7d3c98",
+        );
+        html += "\n</div>\n";
+    }
     html += &format!(
         "<h2>Evaluation ({} views)</h2>\n<table id=\"metrics\"><thead><tr><th>view</th><th>PSNR (dB)</th><th>SSIM</th></tr></thead><tbody>\n",
         escape(&metrics.split)

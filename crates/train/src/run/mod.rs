@@ -12,12 +12,13 @@
 //! evaluates (the others return `Ok(None)`), and every [`REPLICA_CHECK_EVERY`] steps and at the end
 //! the ranks compare parameter checksums.
 
+mod curve;
 mod files;
 mod observer;
 mod outputs;
 
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use splat_io::dataset::{Dataset, View};
 use splat_render::Backend;
@@ -33,7 +34,10 @@ pub use files::{
     read_checkpoint, read_config, CheckpointInfo, IoWorker, RunConfig, RunError, CHECKPOINT_FILE,
     CHECKPOINT_INFO_FILE, CONFIG_FILE, HISTORY_FILE, REPORT_FILE, REPORT_TRAIN_VIEWS,
 };
+pub use curve::{curve_steps, CURVE_FILE, CURVE_POINTS};
 pub use observer::{Observer, OnStep, StepEvent};
+
+use curve::{EvalInput, QualityCurve};
 
 use files::{io_err, kept_checkpoint, read_json, remove_stale_temporaries, write_json};
 use observer::RunRecord;
@@ -189,8 +193,13 @@ impl<'a> TrainRun<'a> {
             .map(|(o, _)| o)
             .collect();
         let first_step = trainer.state.step;
+        let total = cfg.train.per_step().iterations;
+        let curve = (rank == 0 && !ds.test.is_empty()).then(|| {
+            let curve = QualityCurve::new(dir, total, first_step, (self.make_backend)());
+            trainer.set_sync_steps(curve.steps().to_vec());
+            curve
+        });
         let record = (rank == 0).then(|| {
-            let total = cfg.train.per_step().iterations;
             RunRecord::new(
                 dir,
                 cfg.checkpoint_every,
@@ -204,8 +213,10 @@ impl<'a> TrainRun<'a> {
             trainer,
             observers,
             record,
+            curve,
             worker: IoWorker::new(),
             started: Instant::now(),
+            excluded: Duration::ZERO,
             prior_seconds,
             first_step,
             stop_after: self.stop_after,
@@ -266,8 +277,12 @@ struct Running<'a> {
     observers: Vec<Box<dyn Observer + 'a>>,
     /// History and checkpoints (rank 0).
     record: Option<RunRecord>,
+    /// Test quality at fractions of the run (rank 0, with a test split).
+    curve: Option<QualityCurve>,
     worker: IoWorker,
     started: Instant,
+    /// Time of this session not counted as training (the curve's evaluations).
+    excluded: Duration,
     /// Training seconds of the earlier sessions of a resumed run.
     prior_seconds: f64,
     first_step: u64,
@@ -299,8 +314,32 @@ impl Running<'_> {
                 return end;
             }
             self.notify(&stats);
+            self.measure_curve(stats.step);
         }
         LoopEnd::Done
+    }
+
+    /// Seconds of training so far (earlier sessions included, the curve's evaluations not).
+    fn train_seconds(&self) -> f64 {
+        self.prior_seconds + self.started.elapsed().saturating_sub(self.excluded).as_secs_f64()
+    }
+
+    /// Evaluates the test views when `step` is a point of the curve, off the training clock.
+    fn measure_curve(&mut self, step: u64) {
+        if !self.curve.as_ref().is_some_and(|c| c.due(step)) {
+            return;
+        }
+        let seconds = self.train_seconds();
+        let t = Instant::now();
+        self.trainer.sync();
+        let eval = EvalInput {
+            views: &self.ds.test,
+            background: self.ds.background,
+            writer: &self.worker,
+        };
+        let curve = self.curve.as_mut().expect("due");
+        curve.measure(&self.trainer.state, eval, seconds);
+        self.excluded += t.elapsed();
     }
 
     /// Every [`REPLICA_CHECK_EVERY`] steps and at the end of a multi-rank run: the ranks' parameter
@@ -319,7 +358,7 @@ impl Running<'_> {
 
     /// Shows the step to every observer, the state read back first when one of them reads it.
     fn notify(&mut self, stats: &StepStats) {
-        let seconds = self.prior_seconds + self.started.elapsed().as_secs_f64();
+        let seconds = self.train_seconds();
         let event = step_event(&self.trainer, &self.worker, stats, seconds);
         let record = self.record.as_ref().map(|r| r as &dyn Observer);
         let wanted = (self.observers.iter().map(|o| &**o))

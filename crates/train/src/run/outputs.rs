@@ -8,7 +8,7 @@ use splat_render::Backend;
 use super::files::{io_err, stopped_by_write, write_json};
 use super::{MakeBackend, Running, REPORT_FILE, REPORT_TRAIN_VIEWS};
 use crate::eval::{evaluate, means, ViewMetrics};
-use crate::metrics::Metrics;
+use crate::metrics::{CurvePoint, Metrics};
 use crate::report::ReportView;
 
 impl Running<'_> {
@@ -26,8 +26,8 @@ impl Running<'_> {
             return Err(stopped_by_write(self.worker.finish(), self.dir, step));
         }
         self.trainer.sync();
-        let this_run = self.started.elapsed().as_secs_f64();
-        let train_seconds = self.prior_seconds + this_run;
+        let train_seconds = self.train_seconds();
+        let this_run = train_seconds - self.prior_seconds;
         let record = self.record.take().expect("rank 0 keeps the record");
         record.checkpoint(&self.worker, &self.trainer.state, train_seconds);
 
@@ -45,6 +45,19 @@ impl Running<'_> {
             .finish()
             .map_err(|e| stopped_by_write(Err(e), dir, step))?;
         let (psnr, ssim) = means(&view_metrics);
+        let psnr_over_time = match self.curve.take() {
+            Some(mut curve) => {
+                curve.add(CurvePoint {
+                    seconds: train_seconds,
+                    step,
+                    psnr,
+                    ssim,
+                    gaussians: gaussians.len(),
+                });
+                curve.points
+            }
+            None => Vec::new(),
+        };
         let metrics = Metrics {
             psnr,
             ssim,
@@ -56,6 +69,7 @@ impl Running<'_> {
             backend: self.trainer.backend_name().to_string(),
             skipped_steps: self.trainer.skipped_steps,
             views: view_metrics,
+            psnr_over_time,
         };
         write_json(&dir.join("metrics.json"), &metrics)?;
         let report = dir.join(REPORT_FILE);

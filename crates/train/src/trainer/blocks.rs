@@ -146,6 +146,17 @@ impl<'a> Trainer<'a> {
         self.sync_every = every;
     }
 
+    /// Blocks also end at each of these steps (ascending; e.g. the points of a quality curve).
+    pub fn set_sync_steps(&mut self, steps: Vec<u64>) {
+        self.sync_steps = steps;
+    }
+
+    /// Whether a block must end at step `it` for the caller to read the state there.
+    fn syncs_at(&self, it: u64) -> bool {
+        (self.sync_every > 0 && it.is_multiple_of(self.sync_every))
+            || self.sync_steps.binary_search(&it).is_ok()
+    }
+
     /// Makes `state` current: after resident blocks, copies the device's state back (parameters,
     /// moments, statistics). Only between blocks ([`Trainer::block_done`]): the device is at the end of
     /// its block. A device failure here is fatal, as in the backends. With an engine, `state` is read
@@ -251,7 +262,7 @@ impl<'a> Trainer<'a> {
                 densify: plan.densify,
                 reset_opacity: plan.reset_opacity,
             });
-            if plan.densify || (self.sync_every > 0 && it.is_multiple_of(self.sync_every)) {
+            if plan.densify || self.syncs_at(it) {
                 break;
             }
             it += 1;

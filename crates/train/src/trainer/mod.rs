@@ -85,6 +85,8 @@ pub struct Trainer<'a> {
     host_current: bool,
     /// Resident blocks end at multiples of this (checkpoints read the state there); 0: no such bound.
     sync_every: u64,
+    /// Further steps where resident blocks end.
+    sync_steps: Vec<u64>,
     /// The raw log-scales and opacities while a view renders the 3D-filtered ones.
     mip_saved: crate::mip::Saved,
 }
@@ -142,6 +144,7 @@ impl<'a> Trainer<'a> {
             blocks: None,
             host_current: true,
             sync_every: 0,
+            sync_steps: Vec::new(),
             mip_saved: Default::default(),
         }
         .with_filter_sizes()
