@@ -11,6 +11,7 @@ use clap::{Args, ValueEnum};
 use splat_io::dataset::{self, human_bytes, Dataset, DatasetFormat, LoadOptions};
 use splat_train::config::Strategy;
 use splat_train::memory;
+use splat_train::preset::{SceneFacts, SceneFit};
 use splat_train::run::RunConfig;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -80,12 +81,20 @@ const MEMORY_HINT: &str =
 /// Loads the dataset of a run after checking, from the image headers, that its images fit in memory
 /// beside the Gaussian budget; prints the estimate and refuses (unless `force`) when it exceeds what
 /// the machine has.
-pub fn load_within_memory(cfg: &RunConfig, force: bool) -> Result<Dataset> {
-    let budget = cfg
-        .train
-        .gaussian_cap()
-        .unwrap_or(memory::DEFAULT_GAUSSIAN_BUDGET);
-    let gaussian_bytes = budget as u64 * memory::peak_bytes_per_gaussian(cfg.train.sh_degree);
+pub fn load_within_memory(
+    cfg: &mut RunConfig,
+    force: bool,
+    fit: Option<&SceneFit>,
+) -> Result<Dataset> {
+    // A budget chosen from the scene is known once the views are loaded: until then only the images
+    // are checked against the memory.
+    let chosen_later = fit.is_some_and(|f| f.budget_scale.is_some());
+    let budget_before = match chosen_later {
+        true => 0,
+        false => (cfg.train.gaussian_cap()).unwrap_or(memory::DEFAULT_GAUSSIAN_BUDGET),
+    };
+    let gaussian_bytes =
+        budget_before as u64 * memory::peak_bytes_per_gaussian(cfg.train.sh_degree);
     // Ranks of an MPI job on this machine share its memory.
     let local_ranks = std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE")
         .ok()
@@ -97,7 +106,7 @@ pub fn load_within_memory(cfg: &RunConfig, force: bool) -> Result<Dataset> {
     if let (Some(avail), false) = (available, force) {
         if gaussian_bytes >= avail {
             bail!(
-                "up to {budget} Gaussians need about {}, more than the {} of memory available; {MEMORY_HINT}",
+                "up to {budget_before} Gaussians need about {}, more than the {} of memory available; {MEMORY_HINT}",
                 human_bytes(gaussian_bytes),
                 human_bytes(avail)
             );
@@ -112,16 +121,24 @@ pub fn load_within_memory(cfg: &RunConfig, force: bool) -> Result<Dataset> {
             ) =>
         {
             bail!(
-                "{e} (beside {} for up to {budget} Gaussians); {MEMORY_HINT}",
+                "{e} (beside {} for up to {budget_before} Gaussians); {MEMORY_HINT}",
                 human_bytes(gaussian_bytes)
             )
         }
         r => r?,
     };
     let initial = ds.points.positions.len();
+    if let Some(fit) = fit {
+        let facts = SceneFacts::of(&ds.train, initial);
+        let chosen = fit.apply(&mut cfg.train, &facts);
+        if !chosen.is_empty() {
+            eprintln!("chosen from the scene: {}", chosen.join("; "));
+        }
+    }
+    let budget = (cfg.train.gaussian_cap()).unwrap_or(memory::DEFAULT_GAUSSIAN_BUDGET);
     if cfg.train.strategy == Strategy::Mcmc && initial > cfg.train.mcmc.cap_max {
         eprintln!(
-            "note: {initial} initial points are more than --cap-max {}: training starts from a random {} of them",
+            "note: {initial} initial points are more than the cap of {} Gaussians: training starts from a random {} of them",
             cfg.train.mcmc.cap_max, cfg.train.mcmc.cap_max
         );
     }
@@ -139,6 +156,7 @@ pub fn load_within_memory(cfg: &RunConfig, force: bool) -> Result<Dataset> {
         ds.train.len() + ds.test.len(),
         human_bytes(est.gaussian_bytes),
         match (cfg.train.strategy, cfg.train.max_gaussians) {
+            (Strategy::Mcmc, _) if chosen_later => ", the budget chosen from the scene",
             (Strategy::Mcmc, _) => ", the mcmc cap",
             (_, Some(_)) => "",
             (_, None) => ", the default budget",

@@ -6,21 +6,26 @@ use anyhow::{Context, Result};
 use clap::Args;
 use splat_io::dataset::demo::{write_demo_dataset, DemoOptions};
 use splat_io::dataset::LoadOptions;
+use splat_train::preset::SceneFacts;
 use splat_train::run::{MakeResident, RunConfig, TrainRun};
 use splat_train::TrainConfig;
 
 use crate::backend_args::BackendArg;
 use crate::dataset_args::load_dataset;
 use crate::progress::Progress;
+use crate::strategy_args::PresetArg;
 
 #[derive(Args)]
 pub struct DemoArgs {
     /// Output folder: the generated dataset goes to DIR/dataset, the trained scene and metrics to DIR.
     #[arg(long, short, default_value = "splat-demo")]
     pub out: PathBuf,
-    /// Training steps.
-    #[arg(long, default_value_t = 3000)]
-    pub iters: u64,
+    /// What to trade between time and quality (as `splat train --preset`).
+    #[arg(long, value_enum, default_value_t = PresetArg::Balanced)]
+    pub preset: PresetArg,
+    /// Training steps [default: the preset's].
+    #[arg(long)]
+    pub iters: Option<u64>,
     /// Seed of training.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -37,21 +42,26 @@ pub fn demo(args: DemoArgs) -> Result<()> {
     );
     write_demo_dataset(&data, &DemoOptions::default())?;
     let data = std::fs::canonicalize(&data).with_context(|| format!("{}", data.display()))?;
-    let cfg = RunConfig {
+    let preset = args.preset.preset();
+    let mut cfg = RunConfig {
         data: data.clone(),
         load: LoadOptions {
             eval: true,
             ..Default::default()
         },
         train: TrainConfig {
-            iterations: args.iters,
             seed: args.seed,
-            ..TrainConfig::default()
+            ..preset.config(args.iters)
         },
         checkpoint_every: 1000,
         backend: Some(args.backend.value_name()),
     };
     let ds = load_dataset(&data, &cfg.load)?;
+    if let Some(fit) = preset.scene_fit() {
+        let facts = SceneFacts::of(&ds.train, ds.points.positions.len());
+        let chosen = fit.apply(&mut cfg.train, &facts);
+        eprintln!("preset {}: {}", preset.name(), chosen.join("; "));
+    }
     let backend = args.backend.choose()?;
     let make_backend = || backend.make();
     let make_resident = backend.resident();

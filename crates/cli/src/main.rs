@@ -61,7 +61,7 @@ enum Command {
     /// splat prepare did not write is refused.
     Prepare(prepare_cmd::PrepareArgs),
     /// Train a scene from posed photos (COLMAP, NeRF-synthetic, transforms.json, LLFF).
-    Train(train_cmd::TrainArgs),
+    Train(Box<train_cmd::TrainArgs>),
     /// Time the training step stage by stage against this machine's measured peak.
     Bench(bench_cmd::BenchArgs),
     /// PSNR and SSIM of a trained scene on a dataset's test views.
@@ -121,7 +121,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(args) => demo_cmd::demo(args),
         Command::Prepare(args) => prepare_cmd::prepare(args),
-        Command::Train(args) => train_cmd::train(args, collective),
+        Command::Train(args) => train_cmd::train(*args, collective),
         Command::Eval(args) => eval_cmd::eval(args),
         Command::Bench(args) => bench_cmd::bench(args),
         Command::Render(args) => render_cmd::render(args),

@@ -1,9 +1,10 @@
-//! `splat train`'s densification and filter flags: the strategy and its constants, absgrad, the 2D
+//! `splat train`'s preset, and its densification and filter flags: the strategy and its constants, absgrad, the 2D
 //! antialiasing filter, the 3D smoothing filter.
 
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use splat_train::config::{McmcConfig, Strategy, ABSGRAD_THRESHOLD, MCMC_REFINE_UNTIL};
+use splat_train::preset::{Preset, SceneFit};
 use splat_train::TrainConfig;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -16,11 +17,36 @@ pub enum StrategyArg {
     Mcmc,
 }
 
+/// `--preset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PresetArg {
+    /// About a tenth of the original's 7,000-step time.
+    Fast,
+    /// Better than the original's 7,000 steps in less time.
+    Balanced,
+    /// The best this project reaches, whatever the time.
+    Quality,
+    /// The 2023 algorithm and schedule.
+    Original,
+}
+
+impl PresetArg {
+    pub fn preset(self) -> Preset {
+        match self {
+            PresetArg::Fast => Preset::Fast,
+            PresetArg::Balanced => Preset::Balanced,
+            PresetArg::Quality => Preset::Quality,
+            PresetArg::Original => Preset::Original,
+        }
+    }
+}
+
 #[derive(Args, Clone, Debug)]
 pub struct StrategyArgs {
-    /// Densification strategy (see README.md for which trains better per Gaussian).
-    #[arg(long, value_enum, default_value_t = StrategyArg::Default)]
-    pub strategy: StrategyArg,
+    /// Densification strategy (see README.md for which trains better per Gaussian) [default: the
+    /// preset's: mcmc, or default with --preset original].
+    #[arg(long, value_enum)]
+    pub strategy: Option<StrategyArg>,
     /// Default strategy: stop densification from growing beyond this many Gaussians.
     #[arg(long)]
     pub max_gaussians: Option<usize>,
@@ -28,15 +54,17 @@ pub struct StrategyArgs {
     /// original does with 0.1; 0 disables it. See NOTES.md for its effect on forward-facing scenes.
     #[arg(long, default_value_t = 0.1)]
     pub prune_world_scale: f64,
-    /// First step after which densification (mcmc: refinement) runs.
-    #[arg(long, default_value_t = TrainConfig::default().densify_from)]
-    pub densify_from: u64,
-    /// Step from which densification stops [default: 15000; mcmc 25000].
+    /// First step after which densification (mcmc: refinement) runs [default: the preset's; original
+    /// 500].
+    #[arg(long)]
+    pub densify_from: Option<u64>,
+    /// Step from which densification stops [default: the preset's; original 15000, or 25000 with
+    /// --strategy mcmc].
     #[arg(long)]
     pub densify_until: Option<u64>,
-    /// Densify (mcmc: refine) every N steps.
-    #[arg(long, default_value_t = TrainConfig::default().densify_interval)]
-    pub densify_interval: u64,
+    /// Densify (mcmc: refine) every N steps [default: 100].
+    #[arg(long)]
+    pub densify_interval: Option<u64>,
     /// Densify Gaussians whose mean screen-space gradient is at least this [default: 0.0002; with
     /// --absgrad 0.0008].
     #[arg(long)]
@@ -61,15 +89,17 @@ pub struct StrategyArgs {
     #[arg(long)]
     pub mip_filter: bool,
     /// mcmc: the most Gaussians; growth stops there, and a start with more points begins from a
-    /// random subset of this many.
-    #[arg(long, default_value_t = McmcConfig::default().cap_max)]
-    pub cap_max: usize,
+    /// random subset of this many [default: the presets choose it from the scene (see --preset);
+    /// 1000000 with --preset original --strategy mcmc].
+    #[arg(long)]
+    pub cap_max: Option<usize>,
     /// mcmc: opacity at or below which a Gaussian is dead and relocated.
     #[arg(long, default_value_t = McmcConfig::default().min_opacity)]
     pub mcmc_min_opacity: f64,
-    /// mcmc: fraction of the count added each refine step.
-    #[arg(long, default_value_t = McmcConfig::default().growth)]
-    pub mcmc_growth: f64,
+    /// mcmc: fraction of the count added each refine step [default: the presets choose the rate that
+    /// reaches the cap by half the run, within 0.05-0.2; 0.05 with --preset original].
+    #[arg(long)]
+    pub mcmc_growth: Option<f64>,
     /// mcmc: position noise, times the position learning rate.
     #[arg(long, default_value_t = McmcConfig::default().noise_lr)]
     pub mcmc_noise_lr: f64,
@@ -94,9 +124,27 @@ pub struct StrategyArgs {
 }
 
 impl StrategyArgs {
-    /// Writes the flags into `train`, refusing combinations that mean nothing.
-    pub fn apply(&self, train: &mut TrainConfig) -> Result<()> {
-        let mcmc = self.strategy == StrategyArg::Mcmc;
+    /// Writes the flags given into `train` (which holds the preset's values) and takes out of `fit`
+    /// what the user chose by hand; refuses combinations that mean nothing.
+    pub fn apply(&self, train: &mut TrainConfig, fit: &mut Option<SceneFit>) -> Result<()> {
+        self.check()?;
+        if let Some(s) = self.strategy {
+            let mcmc = s == StrategyArg::Mcmc;
+            if mcmc != (train.strategy == Strategy::Mcmc) {
+                // The other strategy's own schedule, as its flag alone gives it.
+                train.strategy = if mcmc {
+                    Strategy::Mcmc
+                } else {
+                    Strategy::Default
+                };
+                train.densify_until = if mcmc {
+                    MCMC_REFINE_UNTIL
+                } else {
+                    TrainConfig::default().densify_until
+                };
+            }
+        }
+        let mcmc = train.strategy == Strategy::Mcmc;
         if mcmc && self.max_gaussians.is_some() {
             bail!(
                 "--max-gaussians is for the default strategy; --strategy mcmc grows to --cap-max"
@@ -105,7 +153,43 @@ impl StrategyArgs {
         if mcmc && self.absgrad {
             bail!("--absgrad is for the default strategy (mcmc has no gradient threshold)");
         }
-        if self.cap_max == 0 {
+        train.max_gaussians = self.max_gaussians;
+        train.prune_world_scale = self.prune_world_scale;
+        set(&mut train.densify_from, self.densify_from);
+        set(&mut train.densify_until, self.densify_until);
+        set(&mut train.densify_interval, self.densify_interval);
+        train.opacity_reset_interval = self.opacity_reset_interval;
+        train.absgrad = self.absgrad;
+        train.antialiased = self.antialiased;
+        train.mip_filter = self.mip_filter;
+        train.densify_grad_threshold = self.densify_grad_threshold.unwrap_or(if self.absgrad {
+            ABSGRAD_THRESHOLD
+        } else {
+            TrainConfig::default().densify_grad_threshold
+        });
+        let m = &mut train.mcmc;
+        set(&mut m.cap_max, self.cap_max);
+        set(&mut m.growth, self.mcmc_growth);
+        m.min_opacity = self.mcmc_min_opacity;
+        m.noise_lr = self.mcmc_noise_lr;
+        m.noise_gate_sharpness = self.mcmc_noise_gate_sharpness;
+        m.noise_gate_opacity = self.mcmc_noise_gate_opacity;
+        m.opacity_reg = self.mcmc_opacity_reg;
+        m.scale_reg = self.mcmc_scale_reg;
+        m.init_opacity = self.mcmc_init_opacity;
+        m.init_scale = self.mcmc_init_scale;
+        if let Some(f) = fit.as_mut() {
+            if self.cap_max.is_some() || !mcmc {
+                f.budget_scale = None;
+            }
+            f.growth &= self.mcmc_growth.is_none() && mcmc;
+        }
+        Ok(())
+    }
+
+    /// The values' own ranges.
+    fn check(&self) -> Result<()> {
+        if self.cap_max == Some(0) {
             bail!("--cap-max must be at least 1");
         }
         let unit = |name: &str, v: f64| -> Result<()> {
@@ -117,7 +201,7 @@ impl StrategyArgs {
         unit("--mcmc-min-opacity", self.mcmc_min_opacity)?;
         unit("--mcmc-init-opacity", self.mcmc_init_opacity)?;
         for (name, v) in [
-            ("--mcmc-growth", self.mcmc_growth),
+            ("--mcmc-growth", self.mcmc_growth.unwrap_or(0.0)),
             ("--mcmc-noise-lr", self.mcmc_noise_lr),
             (
                 "--mcmc-noise-gate-sharpness",
@@ -142,41 +226,13 @@ impl StrategyArgs {
                 bail!("--densify-grad-threshold must be above 0, got {t}");
             }
         }
-        train.strategy = if mcmc {
-            Strategy::Mcmc
-        } else {
-            Strategy::Default
-        };
-        train.max_gaussians = self.max_gaussians;
-        train.prune_world_scale = self.prune_world_scale;
-        train.densify_from = self.densify_from;
-        train.densify_until = self.densify_until.unwrap_or(if mcmc {
-            MCMC_REFINE_UNTIL
-        } else {
-            TrainConfig::default().densify_until
-        });
-        train.densify_interval = self.densify_interval;
-        train.opacity_reset_interval = self.opacity_reset_interval;
-        train.absgrad = self.absgrad;
-        train.antialiased = self.antialiased;
-        train.mip_filter = self.mip_filter;
-        train.densify_grad_threshold = self.densify_grad_threshold.unwrap_or(if self.absgrad {
-            ABSGRAD_THRESHOLD
-        } else {
-            TrainConfig::default().densify_grad_threshold
-        });
-        train.mcmc = McmcConfig {
-            cap_max: self.cap_max,
-            min_opacity: self.mcmc_min_opacity,
-            noise_lr: self.mcmc_noise_lr,
-            growth: self.mcmc_growth,
-            noise_gate_sharpness: self.mcmc_noise_gate_sharpness,
-            noise_gate_opacity: self.mcmc_noise_gate_opacity,
-            opacity_reg: self.mcmc_opacity_reg,
-            scale_reg: self.mcmc_scale_reg,
-            init_opacity: self.mcmc_init_opacity,
-            init_scale: self.mcmc_init_scale,
-        };
         Ok(())
+    }
+}
+
+/// `dst = value` when the flag was given.
+fn set<T: Copy>(dst: &mut T, value: Option<T>) {
+    if let Some(v) = value {
+        *dst = v;
     }
 }

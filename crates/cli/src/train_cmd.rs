@@ -5,14 +5,20 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use splat_io::dataset::Dataset;
+use splat_train::budget;
 use splat_train::metrics::Metrics;
+use splat_train::metrics::TimeBudget;
 use splat_train::parallel::Collective;
+use splat_train::preset::{SceneFacts, SceneFit};
 use splat_train::run::{self, MakeResident, RunConfig, Start, TrainRun};
 use splat_train::TrainConfig;
+use splat_train::TrainData;
 
 use crate::backend_args::{resolve_backend, BackendArg, ChosenBackend};
 use crate::dataset_args::{load_within_memory, DataArgs};
 use crate::progress::Progress;
+use crate::strategy_args::PresetArg;
 use crate::viewer_link::LiveViewer;
 
 #[derive(Args)]
@@ -30,9 +36,28 @@ pub struct TrainArgs {
     pub resume: Option<PathBuf>,
     #[command(flatten)]
     pub data_args: DataArgs,
-    /// Number of training steps (the original's default is 30,000).
-    #[arg(long, default_value_t = 30_000)]
-    pub iters: u64,
+    /// What to trade between time and quality (README.md, "Presets", has the measured times and
+    /// PSNRs). fast: 2,000 steps; balanced: 5,000; quality: 15,000; all three with 3DGS-MCMC growing
+    /// to a Gaussian budget chosen from the scene's views (reached by half the run), coarse-to-fine
+    /// training (1/4 size for the first fifth, 1/2 for the second, full size after) and the schedule
+    /// scaled to the steps. original: the 2023 algorithm and schedule, 30,000 steps. Every flag below
+    /// that a preset sets, given by hand, wins.
+    #[arg(long, value_enum, default_value_t = PresetArg::Balanced)]
+    pub preset: PresetArg,
+    /// Number of training steps [default: the preset's]; the preset's schedule scales with it
+    /// (except the original's, which keeps its steps).
+    #[arg(long)]
+    pub iters: Option<u64>,
+    /// Training resolution by step, e.g. `4@0,2@1000,1@2000` (1/4 size from step 0, 1/2 from step
+    /// 1,000, full size from 2,000), or `full` [default: the preset's; original: full].
+    #[arg(long, value_parser = crate::parse::parse_resolution_schedule)]
+    pub resolution_schedule: Option<crate::parse::Levels>,
+    /// Train for at most this long, e.g. `90s`, `5m`, `1h` (training only: loading and the final
+    /// evaluation are not counted): a short calibration measures this machine's step on the data,
+    /// the preset's schedule is planned to the most steps (up to its own or --iters) predicted to
+    /// fit, and the run stops at the budget in any case, saying how much of the plan it ran.
+    #[arg(long, value_parser = crate::parse::parse_duration, conflicts_with = "resume")]
+    pub time_budget: Option<f64>,
     /// Hold out every 8th view (or the dataset's test split) and report metrics on them.
     #[arg(long)]
     pub eval: bool,
@@ -90,15 +115,22 @@ pub struct TrainArgs {
 
 pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
     let (rank, ranks) = (collective.rank(), collective.size());
-    let (dir, cfg, start) = match &args.resume {
+    let (dir, mut cfg, start, fit) = match &args.resume {
         Some(dir) => resumed_run(dir, rank)?,
         None => new_run(&args)?,
     };
     check_ranks(&cfg, ranks)?;
-    let ds = load_within_memory(&cfg, args.force)?;
+    if args.time_budget.is_some() && ranks > 1 {
+        bail!("--time-budget runs on one process (the ranks of an MPI job would stop at different steps)");
+    }
+    let ds = load_within_memory(&mut cfg, args.force, fit.as_ref())?;
     let backend = resolve_backend(args.backend, &cfg, rank == 0)?
         .choose()?
         .atomic_backward(args.gpu_atomic_backward)?;
+    let budget = match args.time_budget {
+        Some(seconds) => Some(plan_budget(&args, &mut cfg, &ds, &backend, seconds)?),
+        None => None,
+    };
     if rank == 0 {
         announce(&cfg, &backend, ranks, &dir);
     }
@@ -115,6 +147,7 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
         .collective(collective)
         .resident(resident)
         .observe_on_root(Progress::new(start.first_step(), steps))
+        .time_budget(budget)
         .start(start);
     if let Some(live) = &live {
         run = run.observe_on_root(live.publisher());
@@ -133,7 +166,7 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
 }
 
 /// `--resume DIR`: the run's folder, configuration and last checkpoint.
-fn resumed_run(dir: &Path, rank: usize) -> Result<(PathBuf, RunConfig, Start)> {
+fn resumed_run(dir: &Path, rank: usize) -> Result<(PathBuf, RunConfig, Start, Option<SceneFit>)> {
     let cfg = run::read_config(dir).context("cannot resume")?;
     let (state, info) = run::read_checkpoint(dir).context("cannot resume")?;
     if rank == 0 {
@@ -144,15 +177,21 @@ fn resumed_run(dir: &Path, rank: usize) -> Result<(PathBuf, RunConfig, Start)> {
             cfg.train.per_step().iterations
         );
     }
-    Ok((dir.to_path_buf(), cfg, Start::Resume(Box::new(state), info)))
+    Ok((
+        dir.to_path_buf(),
+        cfg,
+        Start::Resume(Box::new(state), info),
+        None,
+    ))
 }
 
-/// A fresh run from the arguments.
-fn new_run(args: &TrainArgs) -> Result<(PathBuf, RunConfig, Start)> {
+/// A fresh run from the arguments: the preset, the flags given over it, and what is still to be
+/// chosen from the scene.
+fn new_run(args: &TrainArgs) -> Result<(PathBuf, RunConfig, Start, Option<SceneFit>)> {
     if args.sh_degree > 3 {
         bail!("--sh-degree {} is above 3", args.sh_degree);
     }
-    if args.iters == 0 {
+    if args.iters == Some(0) {
         bail!("--iters must be at least 1");
     }
     if args.batch == 0 {
@@ -161,14 +200,7 @@ fn new_run(args: &TrainArgs) -> Result<(PathBuf, RunConfig, Start)> {
     let data = args.data.clone().expect("required by clap");
     let data = std::fs::canonicalize(&data)
         .with_context(|| format!("{}: dataset folder not found", data.display()))?;
-    let mut train = TrainConfig {
-        iterations: args.iters,
-        seed: args.seed,
-        sh_degree: args.sh_degree,
-        batch: args.batch,
-        ..TrainConfig::default()
-    };
-    args.strategy.apply(&mut train)?;
+    let (train, fit) = train_config(args, args.iters)?;
     let cfg = RunConfig {
         data,
         load: args.data_args.options(args.eval)?,
@@ -177,7 +209,80 @@ fn new_run(args: &TrainArgs) -> Result<(PathBuf, RunConfig, Start)> {
         backend: Some(args.backend.unwrap_or_default().value_name()),
     };
     let out = args.out.clone().expect("required by clap");
-    Ok((out, cfg, Start::Fresh))
+    Ok((out, cfg, Start::Fresh, fit))
+}
+
+/// The preset's configuration for `iters` steps with the flags given over it, and what is still
+/// to be chosen from the scene.
+fn train_config(args: &TrainArgs, iters: Option<u64>) -> Result<(TrainConfig, Option<SceneFit>)> {
+    let preset = args.preset.preset();
+    let mut train = TrainConfig {
+        seed: args.seed,
+        sh_degree: args.sh_degree,
+        batch: args.batch,
+        ..preset.config(iters)
+    };
+    let mut fit = preset.scene_fit();
+    args.strategy.apply(&mut train, &mut fit)?;
+    if let Some(levels) = &args.resolution_schedule {
+        train.resolution_schedule = levels.0.clone();
+        if let Some(f) = fit.as_mut() {
+            f.resolution = false;
+        }
+    }
+    Ok((train, fit))
+}
+
+/// `--time-budget`: calibrates this machine on the run's views, plans the most steps (up to
+/// `--iters` or the preset's) predicted to fit, and writes that plan into `cfg`.
+fn plan_budget(
+    args: &TrainArgs,
+    cfg: &mut RunConfig,
+    ds: &Dataset,
+    backend: &ChosenBackend,
+    seconds: f64,
+) -> Result<TimeBudget> {
+    let facts = SceneFacts::of(&ds.train, ds.points.positions.len());
+    let config_for = |n: u64| -> TrainConfig {
+        let (mut c, fit) = train_config(args, Some(n)).expect("checked by new_run");
+        if let Some(fit) = fit {
+            fit.apply(&mut c, &facts);
+        }
+        c
+    };
+    let max_steps = cfg.train.iterations;
+    let cal = budget::calibrate(&cfg.train, TrainData::of(ds), &ds.points, backend.make());
+    let left = seconds - cal.seconds;
+    let (steps, predicted) =
+        budget::plan_steps(max_steps, left * budget::PLAN_FRACTION, &cal, &config_for);
+    let rates: Vec<String> = (cal.seconds_per_step.iter())
+        .map(|(f, s)| format!("1/{f} size {:.1} ms", s * 1e3))
+        .collect();
+    eprintln!(
+        "time budget {seconds:.0} s: calibrated in {:.1} s ({} a step at {} Gaussians); planned {steps} \
+         of {max_steps} steps, predicted {predicted:.0} s",
+        cal.seconds,
+        rates.join(", "),
+        cal.initial
+    );
+    if steps < budget::MIN_STEPS {
+        let need = budget::predicted_seconds(&config_for(budget::MIN_STEPS), &cal)
+            / budget::PLAN_FRACTION
+            + cal.seconds;
+        bail!(
+            "a time budget of {seconds:.0} s allows about {steps} steps on this machine; a useful splat \
+             needs at least {} (about {:.0} s here): give a longer --time-budget or a faster --preset",
+            budget::MIN_STEPS,
+            need.ceil()
+        );
+    }
+    cfg.train = config_for(steps);
+    Ok(TimeBudget {
+        seconds,
+        calibration_seconds: cal.seconds,
+        planned_steps: steps,
+        predicted_seconds: predicted,
+    })
 }
 
 /// Every rank of an MPI job renders at least one view per step.
@@ -231,6 +336,17 @@ fn print_result(metrics: Option<&Metrics>, dir: &Path, cfg: &RunConfig, suggest_
         "{} views: PSNR {:.2} dB, SSIM {:.4}; {} Gaussians; {} steps in {:.1} s ({:.2} it/s)",
         m.split, m.psnr, m.ssim, m.num_gaussians, m.iterations, m.train_seconds, m.its_per_second
     );
+    if let Some(b) = &m.time_budget {
+        println!(
+            "time budget {:.0} s: ran {} of the {} planned steps ({:.0}%) in {:.1} s of training after a {:.1} s calibration",
+            b.seconds,
+            m.iterations,
+            b.planned_steps,
+            100.0 * m.iterations as f64 / b.planned_steps.max(1) as f64,
+            m.train_seconds,
+            b.calibration_seconds
+        );
+    }
     println!(
         "outputs in {} (report: {})",
         dir.display(),

@@ -316,7 +316,15 @@ fn skip_bad_images_trains_without_them() {
     let out = Command::new(env!("CARGO_BIN_EXE_splat"))
         .arg("train")
         .arg(&data)
-        .args(["--out", "o", "--iters", "2", "--skip-bad-images"])
+        .args([
+            "--out",
+            "o",
+            "--preset",
+            "original",
+            "--iters",
+            "2",
+            "--skip-bad-images",
+        ])
         .current_dir(dir.path())
         .output()
         .unwrap();
@@ -343,7 +351,7 @@ fn broken_datasets_give_one_line_errors() {
             .arg(&data)
             .arg("--out")
             .arg(&out_dir)
-            .args(["--iters", "2"])
+            .args(["--preset", "original", "--iters", "2"])
             .env("RUST_BACKTRACE", "1")
             .output()
             .unwrap();
@@ -373,7 +381,16 @@ fn memory_estimate_refuses_unless_forced() {
         Command::new(env!("CARGO_BIN_EXE_splat"))
             .arg("train")
             .arg(&data)
-            .args(["--out", "o", "--iters", "1", "--max-gaussians", "1000"])
+            .args([
+                "--out",
+                "o",
+                "--preset",
+                "original",
+                "--iters",
+                "1",
+                "--max-gaussians",
+                "1000",
+            ])
             .args(extra)
             .env("SPLAT_MEMORY_LIMIT", limit.to_string())
             .current_dir(dir.path())

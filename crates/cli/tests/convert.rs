@@ -147,6 +147,8 @@ fn train_exports_the_requested_formats() {
         d,
         "--out",
         "run",
+        "--preset",
+        "original",
         "--iters",
         "20",
         "--export",

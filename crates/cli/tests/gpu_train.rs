@@ -58,6 +58,8 @@ fn resident_training_resumes_bit_exactly() {
     let data = demo_data(dir.path(), (48, 36, 12, 600, 3));
     let d = data.as_str();
     let common = [
+        "--preset",
+        "original",
         "--iters",
         "60",
         "--eval",
@@ -117,6 +119,8 @@ fn host_side_options_on_the_gpu_run_per_stage_and_match_the_cpu() {
     let common = [
         "train",
         d,
+        "--preset",
+        "original",
         "--iters",
         "80",
         "--eval",

@@ -18,6 +18,8 @@ fn train_args(data: &Path, out: &Path) -> Vec<String> {
         [
             "--out",
             &out.display().to_string(),
+            "--preset",
+            "original",
             "--iters",
             ITERS,
             "--seed",

@@ -20,6 +20,8 @@ fn args(out: &Path) -> Vec<String> {
         .to_vec();
     a.extend(
         [
+            "--preset",
+            "original",
             "--iters",
             "240",
             "--batch",

@@ -74,6 +74,8 @@ fn train_psnr(data: &Path, out: &Path) -> f64 {
         "--out",
         out.to_str().unwrap(),
         "--eval",
+        "--preset",
+        "original",
         "--iters",
         TRAIN_STEPS,
     ]);

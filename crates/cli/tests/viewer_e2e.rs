@@ -368,7 +368,9 @@ fn the_viewer_in_headless_chromium() {
     let d = dir.path();
     demo_dataset(d);
     ok(splat(
-        &["train", "data", "--out", "run", "--iters", "60"],
+        &[
+            "train", "data", "--out", "run", "--preset", "original", "--iters", "60",
+        ],
         d,
     ));
     let viewer = start_viewer(&["run", "--data", "data"], d);
@@ -477,7 +479,9 @@ fn the_page_follows_training() {
     let log = d.join("train.out");
     let _train = Running {
         child: Command::new(env!("CARGO_BIN_EXE_splat"))
-            .args(["train", "data", "--out", "run", "--iters", "400"])
+            .args([
+                "train", "data", "--out", "run", "--preset", "original", "--iters", "400",
+            ])
             .args(["--view", "--port", "0"])
             .current_dir(d)
             .stdout(std::fs::File::create(&log).unwrap())

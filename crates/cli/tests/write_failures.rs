@@ -39,6 +39,8 @@ fn start_run(data: &Path, out: &Path) {
         .arg("--out")
         .arg(out)
         .args([
+            "--preset",
+            "original",
             "--iters",
             "60",
             "--checkpoint-every",

@@ -68,6 +68,15 @@ impl Default for McmcConfig {
     }
 }
 
+/// One level of a coarse-to-fine schedule: from iteration `from` on (until the next level), the
+/// training views are `downscale` times smaller in each dimension (block averages of the photos, the
+/// intrinsics divided by the factor; see [`TrainConfig::downscale_at`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResolutionLevel {
+    pub from: u64,
+    pub downscale: u32,
+}
+
 /// `densify_until`'s default for `--strategy mcmc` (gsplat's `refine_stop_iter`).
 pub const MCMC_REFINE_UNTIL: u64 = 25_000;
 
@@ -123,6 +132,9 @@ pub struct TrainConfig {
     pub antialiased: bool,
     /// Mip-Splatting's 3D smoothing filter from the training cameras ([`crate::mip`]).
     pub mip_filter: bool,
+    /// Coarse to fine: the training resolution by iteration, levels in increasing `from`; empty (the
+    /// original): full size throughout. Evaluation is always at full size.
+    pub resolution_schedule: Vec<ResolutionLevel>,
 }
 
 impl Default for TrainConfig {
@@ -157,6 +169,7 @@ impl Default for TrainConfig {
             absgrad: false,
             antialiased: false,
             mip_filter: false,
+            resolution_schedule: Vec::new(),
         }
     }
 }
@@ -192,6 +205,12 @@ impl TrainConfig {
             densify_until: steps(self.densify_until),
             densify_interval: interval(self.densify_interval),
             opacity_reset_interval: interval(self.opacity_reset_interval),
+            resolution_schedule: (self.resolution_schedule.iter())
+                .map(|l| ResolutionLevel {
+                    from: steps(l.from),
+                    ..*l
+                })
+                .collect(),
             ..self.clone()
         }
     }
@@ -202,6 +221,14 @@ impl TrainConfig {
             Strategy::Mcmc => Some(self.mcmc.cap_max),
             Strategy::Default => self.max_gaussians,
         }
+    }
+
+    /// The factor by which iteration `it` trains below the images' size (1: full size).
+    pub fn downscale_at(&self, it: u64) -> u32 {
+        (self.resolution_schedule.iter())
+            .take_while(|l| l.from <= it)
+            .last()
+            .map_or(1, |l| l.downscale.max(1))
     }
 
     /// Adam's (beta1, beta2) for this batch size.

@@ -8,6 +8,7 @@
 
 pub mod adam;
 pub mod bench;
+pub mod budget;
 pub mod config;
 pub mod densify;
 pub mod init;
@@ -17,9 +18,11 @@ pub mod memory;
 pub mod metrics;
 pub mod mip;
 pub mod parallel;
+pub mod preset;
 pub mod random;
 pub mod report;
 pub mod resident;
+pub mod resolution;
 pub mod schedule;
 pub mod state;
 pub mod testhook;

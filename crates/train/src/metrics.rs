@@ -24,6 +24,22 @@ pub struct Metrics {
     /// final evaluation). Absent in files written before it was measured.
     #[serde(default)]
     pub psnr_over_time: Vec<CurvePoint>,
+    /// The plan of a `--time-budget` run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_budget: Option<TimeBudget>,
+}
+
+/// How a `--time-budget` run was planned ([`crate::budget`]); the steps it ran are
+/// [`Metrics::iterations`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TimeBudget {
+    /// The budget for training (loading and the final evaluation not counted).
+    pub seconds: f64,
+    /// The calibration's part of it.
+    pub calibration_seconds: f64,
+    /// The steps planned, and their predicted training seconds.
+    pub planned_steps: u64,
+    pub predicted_seconds: f64,
 }
 
 /// One point of a run's quality-against-time curve: the test views' mean PSNR and SSIM after `step`

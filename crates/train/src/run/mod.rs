@@ -23,18 +23,18 @@ use std::time::{Duration, Instant};
 use splat_io::dataset::{Dataset, View};
 use splat_render::Backend;
 
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, TimeBudget};
 use crate::parallel::{Collective, Local};
 use crate::report::HistoryPoint;
 use crate::resident::ResidentEngine;
 use crate::state::TrainState;
 use crate::trainer::{Diverged, StepStats, TrainData, Trainer, BLOCK_SECONDS, BLOCK_STEPS};
 
+pub use curve::{curve_steps, CURVE_FILE, CURVE_POINTS};
 pub use files::{
     read_checkpoint, read_config, CheckpointInfo, IoWorker, RunConfig, RunError, CHECKPOINT_FILE,
     CHECKPOINT_INFO_FILE, CONFIG_FILE, HISTORY_FILE, REPORT_FILE, REPORT_TRAIN_VIEWS,
 };
-pub use curve::{curve_steps, CURVE_FILE, CURVE_POINTS};
 pub use observer::{Observer, OnStep, StepEvent};
 
 use curve::{EvalInput, QualityCurve};
@@ -79,6 +79,7 @@ pub struct TrainRun<'a> {
     resident: Option<MakeResident<'a>>,
     /// With whether each runs on rank 0 only.
     observers: Vec<(Box<dyn Observer + 'a>, bool)>,
+    budget: Option<TimeBudget>,
 }
 
 impl<'a> TrainRun<'a> {
@@ -99,7 +100,15 @@ impl<'a> TrainRun<'a> {
             collective: Box::new(Local),
             resident: None,
             observers: Vec::new(),
+            budget: None,
         }
+    }
+
+    /// Ends training once the training clock reaches the budget's seconds less its calibration, even
+    /// before the last step (one process only); the plan goes into `metrics.json`.
+    pub fn time_budget(mut self, budget: Option<TimeBudget>) -> Self {
+        self.budget = budget;
+        self
     }
 
     /// Starts from a checkpoint instead of the initial points.
@@ -217,6 +226,7 @@ impl<'a> TrainRun<'a> {
             worker: IoWorker::new(),
             started: Instant::now(),
             excluded: Duration::ZERO,
+            budget: self.budget,
             prior_seconds,
             first_step,
             stop_after: self.stop_after,
@@ -283,6 +293,7 @@ struct Running<'a> {
     started: Instant,
     /// Time of this session not counted as training (the curve's evaluations).
     excluded: Duration,
+    budget: Option<TimeBudget>,
     /// Training seconds of the earlier sessions of a resumed run.
     prior_seconds: f64,
     first_step: u64,
@@ -302,6 +313,9 @@ impl Running<'_> {
             if self.worker.has_failed() {
                 return LoopEnd::WriteFailed;
             }
+            if self.past_budget() {
+                return LoopEnd::Done;
+            }
             let stats = match self.trainer.step() {
                 Ok(s) => s,
                 Err(e) => return LoopEnd::Diverged(e),
@@ -319,9 +333,20 @@ impl Running<'_> {
         LoopEnd::Done
     }
 
+    /// A `--time-budget` run's training clock has reached its budget.
+    fn past_budget(&self) -> bool {
+        (self.budget.as_ref())
+            .is_some_and(|b| self.train_seconds() >= b.seconds - b.calibration_seconds)
+    }
+
     /// Seconds of training so far (earlier sessions included, the curve's evaluations not).
     fn train_seconds(&self) -> f64 {
-        self.prior_seconds + self.started.elapsed().saturating_sub(self.excluded).as_secs_f64()
+        self.prior_seconds
+            + self
+                .started
+                .elapsed()
+                .saturating_sub(self.excluded)
+                .as_secs_f64()
     }
 
     /// Evaluates the test views when `step` is a point of the curve, off the training clock.

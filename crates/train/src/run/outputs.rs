@@ -70,6 +70,7 @@ impl Running<'_> {
             skipped_steps: self.trainer.skipped_steps,
             views: view_metrics,
             psnr_over_time,
+            time_budget: self.budget.clone(),
         };
         write_json(&dir.join("metrics.json"), &metrics)?;
         let report = dir.join(REPORT_FILE);

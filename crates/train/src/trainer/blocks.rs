@@ -53,6 +53,10 @@ impl<'a> Trainer<'a> {
             (self.cfg.strategy == Strategy::Mcmc, "--strategy mcmc"),
             (self.cfg.absgrad, "--absgrad"),
             (self.cfg.mip_filter, "--mip-filter"),
+            (
+                !self.cfg.resolution_schedule.is_empty(),
+                "--resolution-schedule",
+            ),
         ]
         .iter()
         .filter(|(on, _)| *on)

@@ -89,6 +89,8 @@ pub struct Trainer<'a> {
     sync_steps: Vec<u64>,
     /// The raw log-scales and opacities while a view renders the 3D-filtered ones.
     mip_saved: crate::mip::Saved,
+    /// The training views at the current coarse-to-fine level ([`crate::resolution`]).
+    scaled: crate::resolution::ScaledViews,
 }
 
 /// Steps between recomputations of the 3D filter after densification stops (Mip-Splatting's).
@@ -146,6 +148,7 @@ impl<'a> Trainer<'a> {
             sync_every: 0,
             sync_steps: Vec::new(),
             mip_saved: Default::default(),
+            scaled: Default::default(),
         }
         .with_filter_sizes()
     }

@@ -58,6 +58,7 @@ impl<'a> Trainer<'a> {
     fn schedule(&mut self) -> StepWork {
         let it = self.state.step + 1;
         self.state.active_sh_degree = degree_at(&self.cfg, it, self.state.active_sh_degree);
+        (self.scaled).set(self.views, self.cfg.downscale_at(it));
         let plan = StepPlan::new(&self.cfg, it, self.background == [1.0; 3]);
         StepWork {
             plan,
@@ -115,7 +116,7 @@ impl<'a> Trainer<'a> {
     /// `sh_grads` the SH gradients are left for Adam to form
     /// ([`crate::adam::AdamState::update_formed`]).
     fn view_pass(&mut self, vi: usize, sh_grads: bool, times: &mut StageTimes) -> (LossValue, f64) {
-        let view = &self.views[vi];
+        let view = &self.scaled.of(self.views)[vi];
         let cam = &view.camera;
         view.image.to_f32(&mut self.target);
         let mut settings = RenderSettings::new(self.state.active_sh_degree);
@@ -178,7 +179,7 @@ impl<'a> Trainer<'a> {
         if !work.plan.stats {
             return;
         }
-        let cam = &self.views[vi].camera;
+        let cam = &self.scaled.of(self.views)[vi].camera;
         let b = &self.buffers;
         let size = (cam.width, cam.height);
         (self.step_stats).add_view(&b.projected, &b.projected_grads, self.cfg.absgrad, size);

@@ -1,0 +1,170 @@
+//! `splat train --preset` end to end on a small generated capture: the default preset and what it
+//! chooses from the scene, flags given by hand winning over it, `original` as before, a run stopped
+//! before a resolution change and resumed after it bit-identical to an uninterrupted one, and the
+//! quality curve in `metrics.json`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn splat(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_splat"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run splat")
+}
+
+fn ok(out: &Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{err}");
+    err
+}
+
+/// A capture of 12 views at 160 x 128 (short side 128: a coarsest level of 1/2) with 300 points.
+fn data(dir: &Path) -> String {
+    let data = dir.join("data");
+    splat_io::dataset::demo::write_demo_dataset(
+        &data,
+        &splat_io::dataset::demo::DemoOptions {
+            width: 160,
+            height: 128,
+            views: 12,
+            points: 300,
+            seed: 4,
+        },
+    )
+    .unwrap();
+    data.to_str().unwrap().to_string()
+}
+
+fn json(dir: &Path, file: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join(file)).unwrap()).unwrap()
+}
+
+#[test]
+fn presets_choose_from_the_scene_and_flags_win() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = data(dir.path());
+    let d = d.as_str();
+    let err = ok(&splat(
+        &["train", d, "--out", "bal", "--iters", "50", "--eval"],
+        dir.path(),
+    ));
+    assert!(err.contains("chosen from the scene: a budget of"), "{err}");
+    let train = &json(&dir.path().join("bal"), "config.json")["train"];
+    assert_eq!(train["strategy"], "mcmc");
+    assert_eq!(train["iterations"], 50);
+    // 0.14 x 160 x 128 x sqrt(11 training views), below the floor of 10,000.
+    assert_eq!(train["mcmc"]["cap_max"], 10_000);
+    let levels = train["resolution_schedule"].as_array().unwrap();
+    assert_eq!(levels.len(), 2, "{levels:?}");
+    assert_eq!(
+        (&levels[0]["downscale"], &levels[1]["from"]),
+        (&2.into(), &20.into())
+    );
+    let m = json(&dir.path().join("bal"), "metrics.json");
+    let curve = m["psnr_over_time"].as_array().unwrap();
+    assert_eq!(curve.len(), 20);
+    assert_eq!(curve[19]["psnr"], m["psnr"]);
+    assert!(curve
+        .windows(2)
+        .all(|w| w[0]["seconds"].as_f64() <= w[1]["seconds"].as_f64()));
+    let report = std::fs::read_to_string(dir.path().join("bal/report.html")).unwrap();
+    assert!(report.contains("id=\"psnr-over-time\""));
+
+    let err = ok(&splat(
+        &[
+            "train",
+            d,
+            "--out",
+            "hand",
+            "--iters",
+            "30",
+            "--preset",
+            "fast",
+            "--cap-max",
+            "777",
+            "--mcmc-growth",
+            "0.07",
+            "--resolution-schedule",
+            "full",
+        ],
+        dir.path(),
+    ));
+    assert!(!err.contains("chosen from the scene"), "{err}");
+    let train = &json(&dir.path().join("hand"), "config.json")["train"];
+    assert_eq!(train["mcmc"]["cap_max"], 777);
+    assert_eq!(train["mcmc"]["growth"], 0.07);
+    assert_eq!(train["resolution_schedule"].as_array().unwrap().len(), 0);
+
+    ok(&splat(
+        &[
+            "train", d, "--out", "orig", "--iters", "20", "--preset", "original",
+        ],
+        dir.path(),
+    ));
+    let train = &json(&dir.path().join("orig"), "config.json")["train"];
+    assert_eq!(train["strategy"], "default");
+    assert_eq!(train["densify_until"], 15_000);
+    assert_eq!(train["resolution_schedule"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn resume_across_a_resolution_change_is_bit_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = data(dir.path());
+    let d = d.as_str();
+    // 1/2 size for steps 1-29, full size from 30; MCMC refines at 20 and 40.
+    let common = [
+        "--iters",
+        "60",
+        "--preset",
+        "fast",
+        "--resolution-schedule",
+        "2@0,1@30",
+        "--densify-from",
+        "10",
+        "--densify-interval",
+        "20",
+        "--checkpoint-every",
+        "25",
+    ];
+    let mut whole = vec!["train", d, "--out", "whole"];
+    whole.extend(common);
+    ok(&splat(&whole, dir.path()));
+    let mut first = vec!["train", d, "--out", "parts", "--stop-after", "25"];
+    first.extend(common);
+    ok(&splat(&first, dir.path()));
+    assert!(!dir.path().join("parts/point_cloud.ply").exists());
+    ok(&splat(&["train", "--resume", "parts"], dir.path()));
+    let read = |p: &str| std::fs::read(dir.path().join(p)).unwrap();
+    assert_eq!(read("whole/point_cloud.ply"), read("parts/point_cloud.ply"));
+}
+
+#[test]
+fn bad_resolution_schedules_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (schedule, needle) in [
+        ("4@0,2@0", "steps must increase"),
+        ("4-0", "FACTOR@STEP"),
+        ("0@0", "not in 1..=64"),
+        ("x@3", "not a whole factor"),
+    ] {
+        let out = splat(
+            &[
+                "train",
+                "nowhere",
+                "--out",
+                "o",
+                "--resolution-schedule",
+                schedule,
+            ],
+            dir.path(),
+        );
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{schedule}: {err}");
+    }
+}
