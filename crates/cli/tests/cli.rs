@@ -436,7 +436,9 @@ fn check_report(path: &Path, metrics: &serde_json::Value) {
     }
     assert!(stack.is_empty(), "unclosed: {stack:?}");
     // Loss, PSNR and count; with a test split also the quality curve.
-    let curve = metrics["psnr_over_time"].as_array().is_some_and(|c| !c.is_empty());
+    let curve = metrics["psnr_over_time"]
+        .as_array()
+        .is_some_and(|c| !c.is_empty());
     let charts = 3 + usize::from(curve);
     for external in ["http://", "https://", "src=\"/", "href="] {
         let n = html.matches(external).count();
