@@ -160,7 +160,8 @@ fn host_side_options_on_the_gpu_run_per_stage_and_match_the_cpu() {
     assert!((pg - pc).abs() < 0.1, "gpu {pg} vs cpu {pc}");
     // absgrad on the GPU: per stage (its second records pass), densifying as the CPU does.
     let abs_args = |backend: &'static str, out: &'static str| {
-        let mut a = common[..4].to_vec();
+        // train, data, --preset original, --iters 80
+        let mut a = common[..6].to_vec();
         a.extend([
             "--eval",
             "--absgrad",
