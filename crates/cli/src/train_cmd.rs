@@ -265,14 +265,14 @@ fn plan_budget(
         rates.join(", "),
         cal.initial
     );
-    if steps < budget::MIN_STEPS {
-        let need = budget::predicted_seconds(&config_for(budget::MIN_STEPS), &cal)
-            / budget::PLAN_FRACTION
+    // Fewer steps than asked for are refused below MIN_STEPS (a run asked to be shorter is not).
+    let useful = budget::MIN_STEPS.min(max_steps);
+    if steps < useful {
+        let need = budget::predicted_seconds(&config_for(useful), &cal) / budget::PLAN_FRACTION
             + cal.seconds;
         bail!(
             "a time budget of {seconds:.0} s allows about {steps} steps on this machine; a useful splat \
-             needs at least {} (about {:.0} s here): give a longer --time-budget or a faster --preset",
-            budget::MIN_STEPS,
+             needs at least {useful} (about {:.0} s here): give a longer --time-budget or a faster --preset",
             need.ceil()
         );
     }

@@ -144,6 +144,57 @@ fn resume_across_a_resolution_change_is_bit_exact() {
 }
 
 #[test]
+fn a_time_budget_plans_the_steps_or_refuses_before_training() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = data(dir.path());
+    let d = d.as_str();
+    let out = splat(
+        &[
+            "train",
+            d,
+            "--out",
+            "long",
+            "--iters",
+            "40",
+            "--eval",
+            "--time-budget",
+            "1h",
+        ],
+        dir.path(),
+    );
+    let err = ok(&out);
+    assert!(err.contains("planned 40 of 40 steps"), "{err}");
+    let m = json(&dir.path().join("long"), "metrics.json");
+    assert_eq!(m["iterations"], 40);
+    assert_eq!(m["time_budget"]["planned_steps"], 40);
+    assert_eq!(m["time_budget"]["seconds"], 3600.0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("ran 40 of the 40 planned steps (100%)"),
+        "{stdout}"
+    );
+
+    // The calibration alone takes longer than a millisecond: nothing is trained.
+    let out = splat(
+        &[
+            "train",
+            d,
+            "--out",
+            "short",
+            "--iters",
+            "40",
+            "--time-budget",
+            "0.001s",
+        ],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("a useful splat needs at least 40"), "{err}");
+    assert!(!dir.path().join("short/config.json").exists());
+}
+
+#[test]
 fn bad_resolution_schedules_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     for (schedule, needle) in [
@@ -166,5 +217,18 @@ fn bad_resolution_schedules_are_refused() {
         assert!(!out.status.success());
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(needle), "{schedule}: {err}");
+    }
+    for (budget, needle) in [
+        ("90x", "unit must be s, m or h"),
+        ("0m", "above 0"),
+        ("m", "not a duration"),
+    ] {
+        let out = splat(
+            &["train", "nowhere", "--out", "o", "--time-budget", budget],
+            dir.path(),
+        );
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{budget}: {err}");
     }
 }

@@ -6,7 +6,7 @@
 //! Gaussian count as `(n / n0)^COUNT_EXPONENT`: the step costs its Gaussian-pixel pairs, and as the
 //! count grows each Gaussian covers fewer pixels (BENCHMARKS.md, issue 22: cup's MCMC runs at 3.7x and
 //! 11x the initial count took 2.5x and 5.4x the initial step time, exponents 0.70 and 0.70). The count
-//! of each step follows MCMC's schedule exactly (`min(cap, floor(n (1 + growth)))` at each refine);
+//! of each step follows MCMC's schedule exactly ([`grown_count`] at each refine step of the plan);
 //! for the default strategy, whose count depends on the gradients, it is taken to grow linearly to
 //! [`DEFAULT_GROWTH`] times the start by the end of densification (fern's 7,000-step run: 10 k to 330 k).
 //!
@@ -20,7 +20,8 @@ use splat_io::dataset::Points;
 use splat_render::Backend;
 
 use crate::config::{ResolutionLevel, Strategy, TrainConfig};
-use crate::trainer::{TrainData, Trainer};
+use crate::mcmc::grown_count;
+use crate::trainer::{StepPlan, TrainData, Trainer};
 
 /// Untimed steps before each level's timing.
 pub const CALIBRATION_WARMUP: u64 = 3;
@@ -105,29 +106,22 @@ pub fn calibrate(
 /// The predicted training seconds of `cfg` (with `cfg.batch` views a step).
 pub fn predicted_seconds(cfg: &TrainConfig, cal: &Calibration) -> f64 {
     let cfg = cfg.per_step();
-    let n0 = cal.initial.max(1) as f64;
-    let cap = cfg.gaussian_cap().map_or(f64::INFINITY, |c| c as f64);
+    let n0 = cal.initial.max(1);
+    let cap = cfg.gaussian_cap().unwrap_or(usize::MAX);
     let mut n = n0.min(cap);
     let mut total = 0.0;
     for it in 1..=cfg.iterations {
-        match cfg.strategy {
-            Strategy::Mcmc => {
-                let refine = it > cfg.densify_from
-                    && cfg.densify_interval > 0
-                    && it.is_multiple_of(cfg.densify_interval)
-                    && it < cfg.densify_until;
-                if refine {
-                    n = (n * (1.0 + cfg.mcmc.growth)).floor().min(cap);
-                }
-            }
+        n = match cfg.strategy {
+            Strategy::Mcmc if StepPlan::new(&cfg, it, false).refine => grown_count(&cfg.mcmc, n),
+            Strategy::Mcmc => n,
             Strategy::Default => {
                 let t = (it.min(cfg.densify_until) as f64) / cfg.densify_until.max(1) as f64;
-                n = (n0 * (1.0 + (DEFAULT_GROWTH - 1.0) * t)).min(cap);
+                ((n0 as f64 * (1.0 + (DEFAULT_GROWTH - 1.0) * t)) as usize).min(cap)
             }
-        }
+        };
         let views = cfg.batch.max(1) as f64;
         let step = cal.step_seconds(cfg.downscale_at(it)) * views;
-        total += step * (n / n0).powf(COUNT_EXPONENT);
+        total += step * (n as f64 / n0 as f64).powf(COUNT_EXPONENT);
     }
     total
 }

@@ -165,11 +165,16 @@ pub fn relocate_dead(state: &mut TrainState, cfg: &McmcConfig, seed: u64, step: 
     dead.len()
 }
 
-/// Appends copies of Gaussians drawn by opacity until there are `min(cap, floor((1 + growth) N))`;
-/// returns how many were added.
+/// The count a refine step grows `n` Gaussians to: `min(cap, floor((1 + growth) n))`.
+pub fn grown_count(cfg: &McmcConfig, n: usize) -> usize {
+    cfg.cap_max.min(((1.0 + cfg.growth) * n as f64) as usize)
+}
+
+/// Appends copies of Gaussians drawn by opacity until there are [`grown_count`] of them; returns how
+/// many were added.
 pub fn add_new(state: &mut TrainState, cfg: &McmcConfig, seed: u64, step: u64) -> usize {
     let n = state.len();
-    let target = cfg.cap_max.min(((1.0 + cfg.growth) * n as f64) as usize);
+    let target = grown_count(cfg, n);
     let count = target.saturating_sub(n);
     if count == 0 {
         return 0;

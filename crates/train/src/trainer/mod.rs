@@ -39,6 +39,7 @@ use crate::state::TrainState;
 
 pub use blocks::{BLOCK_SECONDS, BLOCK_STEPS};
 pub use outcome::{Diverged, StageTimes, StepStats, MAX_CONSECUTIVE_SKIPS};
+pub(crate) use plan::StepPlan;
 
 /// What a run trains on: the training views, the background they are composited on, and the scene's
 /// extent (which scales the position learning rate and the densification thresholds).
