@@ -37,13 +37,6 @@ struct Spec {
 }
 
 impl Preset {
-    pub const ALL: [Preset; 4] = [
-        Preset::Fast,
-        Preset::Balanced,
-        Preset::Quality,
-        Preset::Original,
-    ];
-
     pub fn name(self) -> &'static str {
         match self {
             Preset::Fast => "fast",
