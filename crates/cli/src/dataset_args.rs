@@ -129,7 +129,7 @@ pub fn load_within_memory(
     };
     let initial = ds.points.positions.len();
     if let Some(fit) = fit {
-        let facts = SceneFacts::of(&ds.train, initial);
+        let facts = SceneFacts::of(&ds.train, ds.background, initial);
         let chosen = fit.apply(&mut cfg.train, &facts);
         if !chosen.is_empty() {
             eprintln!("chosen from the scene: {}", chosen.join("; "));

@@ -58,7 +58,7 @@ pub fn demo(args: DemoArgs) -> Result<()> {
     };
     let ds = load_dataset(&data, &cfg.load)?;
     if let Some(fit) = preset.scene_fit() {
-        let facts = SceneFacts::of(&ds.train, ds.points.positions.len());
+        let facts = SceneFacts::of(&ds.train, ds.background, ds.points.positions.len());
         let chosen = fit.apply(&mut cfg.train, &facts);
         eprintln!("preset {}: {}", preset.name(), chosen.join("; "));
     }

@@ -52,6 +52,11 @@ pub struct TrainArgs {
     /// 1,000, full size from 2,000), or `full` [default: the preset's; original: full].
     #[arg(long, value_parser = crate::parse::parse_resolution_schedule)]
     pub resolution_schedule: Option<crate::parse::Levels>,
+    /// Adam updates only the Gaussians the step's view sees (gsplat's `visible_adam`): the others keep
+    /// their values and moments. `--visible-adam=false` updates all [default: on, off with --preset
+    /// original].
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub visible_adam: Option<bool>,
     /// Train for at most this long, e.g. `90s`, `5m`, `1h` (training only: loading and the final
     /// evaluation are not counted): a short calibration measures this machine's step on the data,
     /// the preset's schedule is planned to the most steps (up to its own or --iters) predicted to
@@ -230,6 +235,9 @@ fn train_config(args: &TrainArgs, iters: Option<u64>) -> Result<(TrainConfig, Op
             f.resolution = false;
         }
     }
+    if let Some(on) = args.visible_adam {
+        train.visible_adam = on;
+    }
     Ok((train, fit))
 }
 
@@ -242,7 +250,7 @@ fn plan_budget(
     backend: &ChosenBackend,
     seconds: f64,
 ) -> Result<TimeBudget> {
-    let facts = SceneFacts::of(&ds.train, ds.points.positions.len());
+    let facts = SceneFacts::of(&ds.train, ds.background, ds.points.positions.len());
     let config_for = |n: u64| -> TrainConfig {
         let (mut c, fit) = train_config(args, Some(n)).expect("checked by new_run");
         if let Some(fit) = fit {

@@ -60,16 +60,58 @@ impl AdamState {
             });
     }
 
+    /// [`Self::update_with_betas`] on a group of `width` values per Gaussian, leaving Gaussian `i`
+    /// (parameters and both moments) untouched where `visible[i]` is 0: visible-only Adam. The step
+    /// count advances as for a full update, so a Gaussian seen again resumes with the global bias
+    /// correction, as gsplat's `SelectiveAdam`.
+    pub fn update_visible(
+        &mut self,
+        params: &mut [f32],
+        grads: &[f32],
+        width: usize,
+        lr: f64,
+        betas: (f64, f64),
+        visible: &[f32],
+    ) {
+        assert_eq!(params.len(), grads.len());
+        assert_eq!(params.len(), self.m.len());
+        assert_eq!(params.len(), visible.len() * width);
+        let k = self.next_step(lr, betas);
+        if width == 0 {
+            return;
+        }
+        // Element-wise per Gaussian, so the split across threads cannot change a result.
+        const GAUSSIANS: usize = 512;
+        let chunk = GAUSSIANS * width;
+        params
+            .par_chunks_mut(chunk)
+            .zip(grads.par_chunks(chunk))
+            .zip(self.m.par_chunks_mut(chunk))
+            .zip(self.v.par_chunks_mut(chunk))
+            .zip(visible.par_chunks(GAUSSIANS))
+            .for_each(|((((p, g), ms), vs), seen)| {
+                for (j, _) in seen.iter().enumerate().filter(|(_, &s)| s != 0.0) {
+                    let r = j * width..(j + 1) * width;
+                    let rows = p[r.clone()].iter_mut().zip(&g[r.clone()]);
+                    for ((p, g), (m, v)) in rows.zip(ms[r.clone()].iter_mut().zip(&mut vs[r])) {
+                        k.apply(p, m, v, *g);
+                    }
+                }
+            });
+    }
+
     /// One Adam step on a group of `width` values per Gaussian whose gradient was not stored:
     /// `grad_of(i, out)` writes Gaussian `i`'s into `out` as the update reaches it. With
     /// [`ShGradSource`] this forms the SH gradients of a one-view step bit for bit as project backward
-    /// would have stored them, so the result equals [`Self::update_with_betas`] on a stored gradient.
+    /// would have stored them, so the result equals [`Self::update_with_betas`] on a stored gradient
+    /// (or [`Self::update_visible`] with `visible`).
     pub fn update_formed(
         &mut self,
         params: &mut [f32],
         width: usize,
         lr: f64,
         betas: (f64, f64),
+        visible: Option<&[f32]>,
         grad_of: &(dyn Fn(usize, &mut [f32]) + Sync),
     ) {
         assert_eq!(params.len(), self.m.len());
@@ -95,7 +137,11 @@ impl AdamState {
                     .zip(vs.chunks_exact_mut(width))
                     .enumerate()
                 {
-                    grad_of(c * GAUSSIANS + j, g);
+                    let i = c * GAUSSIANS + j;
+                    if visible.is_some_and(|seen| seen[i] == 0.0) {
+                        continue;
+                    }
+                    grad_of(i, g);
                     for e in 0..width {
                         k.apply(&mut p[e], &mut ms[e], &mut vs[e], g[e]);
                     }
@@ -204,5 +250,52 @@ mod tests {
             "{} vs {expected}",
             p[0]
         );
+    }
+
+    /// The plain twin of [`AdamState::update_visible`]: one Gaussian at a time, the constants formed
+    /// here.
+    fn reference_visible(s: &mut AdamState, p: &mut [f32], g: &[f32], width: usize, seen: &[f32]) {
+        s.step += 1;
+        let t = s.step as i32;
+        let step_size = (0.01 / (1.0 - BETA1.powi(t))) as f32;
+        let inv = (1.0 / (1.0 - BETA2.powi(t)).sqrt()) as f32;
+        let (b1, b2) = (BETA1 as f32, BETA2 as f32);
+        for i in (0..seen.len()).filter(|&i| seen[i] != 0.0) {
+            for e in i * width..(i + 1) * width {
+                s.m[e] = b1 * s.m[e] + (1.0 - b1) * g[e];
+                s.v[e] = b2 * s.v[e] + (1.0 - b2) * g[e] * g[e];
+                p[e] -= step_size * s.m[e] / (s.v[e].sqrt() * inv + EPS as f32);
+            }
+        }
+    }
+
+    #[test]
+    fn visible_update_matches_its_twin_and_leaves_the_unseen() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for width in [1usize, 3, 4, 45] {
+            let n = 1_300;
+            let mut fast = AdamState::zeros(n * width);
+            let mut p_fast: Vec<f32> = (0..n * width)
+                .map(|_| rng.random_range(-1.0..1.0))
+                .collect();
+            let (mut twin, mut p_twin) = (fast.clone(), p_fast.clone());
+            for _ in 0..3 {
+                let g: Vec<f32> = (0..n * width)
+                    .map(|_| rng.random_range(-1.0..1.0))
+                    .collect();
+                let seen: Vec<f32> = (0..n).map(|_| rng.random_bool(0.6) as u8 as f32).collect();
+                let before = (p_fast.clone(), fast.m.clone());
+                fast.update_visible(&mut p_fast, &g, width, 0.01, (BETA1, BETA2), &seen);
+                reference_visible(&mut twin, &mut p_twin, &g, width, &seen);
+                assert_eq!((&p_fast, &fast), (&p_twin, &twin), "width {width}");
+                for i in (0..n).filter(|&i| seen[i] == 0.0) {
+                    let r = i * width..(i + 1) * width;
+                    assert_eq!(p_fast[r.clone()], before.0[r.clone()]);
+                    assert_eq!(fast.m[r.clone()], before.1[r]);
+                }
+            }
+            assert_eq!(fast.step, 3);
+        }
     }
 }

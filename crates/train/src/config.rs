@@ -135,6 +135,10 @@ pub struct TrainConfig {
     /// Coarse to fine: the training resolution by iteration, levels in increasing `from`; empty (the
     /// original): full size throughout. Evaluation is always at full size.
     pub resolution_schedule: Vec<ResolutionLevel>,
+    /// Visible-only Adam (gsplat's `visible_adam`, the original's `sparse_adam`): a Gaussian no view of
+    /// the step sees (projected radius 0) keeps its parameters and both moments; the step count, and
+    /// so the bias correction, advances for all.
+    pub visible_adam: bool,
 }
 
 impl Default for TrainConfig {
@@ -170,6 +174,7 @@ impl Default for TrainConfig {
             antialiased: false,
             mip_filter: false,
             resolution_schedule: Vec::new(),
+            visible_adam: false,
         }
     }
 }

@@ -10,6 +10,8 @@
 //! - **coarse to fine** ([`crate::resolution`]): the first fifth of the run at 1/4 size, the second at
 //!   1/2, the rest at full size (OpenSplat's and splatfacto's two halvings, at fractions of the run
 //!   instead of every 3,000 steps), the coarsest level limited so the short side keeps 64 pixels;
+//! - **visible-only Adam** (gsplat's `visible_adam`, the original's `sparse_adam`): a step updates the
+//!   Gaussians its view sees, so an update costs what the view shows, not the whole scene;
 //! - **fewer steps**, the schedule (refinement, SH degree) scaled to them.
 //!
 //! A preset is a [`TrainConfig`] (the scene-free part, [`Preset::config`]) plus a [`SceneFit`]
@@ -84,6 +86,7 @@ impl Preset {
             // The original raises the degree every 1,000 of 30,000 steps, so degree 3 is on for 90%
             // of the run; a short run keeps that fraction.
             sh_degree_interval: 1_000.min((n / 10).max(1)),
+            visible_adam: true,
             ..base
         };
         cfg.resolution_schedule = coarse_to_fine(n, 4);
@@ -122,6 +125,9 @@ pub struct SceneFacts {
     pub views: usize,
     /// Mean pixels of a training view.
     pub mean_pixels: f64,
+    /// Mean pixels of a training view that show the scene: those not exactly the background colour
+    /// (an object captured on an empty background, such as NeRF-synthetic's, shows it in a third).
+    pub mean_shown_pixels: f64,
     /// The shortest side of any training view.
     pub min_side: u32,
     /// Points the run starts from.
@@ -129,13 +135,24 @@ pub struct SceneFacts {
 }
 
 impl SceneFacts {
-    pub fn of(views: &[splat_io::dataset::View], initial_points: usize) -> Self {
+    /// The facts of `views` composited on `background`.
+    pub fn of(
+        views: &[splat_io::dataset::View],
+        background: [f32; 3],
+        initial_points: usize,
+    ) -> Self {
+        let count = views.len().max(1) as f64;
         let pixels: f64 = (views.iter())
             .map(|v| v.camera.width as f64 * v.camera.height as f64)
             .sum();
+        let bg = background.map(|c| (c.clamp(0.0, 1.0) * 255.0).round() as u8);
+        let shown: usize = (views.iter())
+            .map(|v| v.image.data.chunks_exact(3).filter(|p| **p != bg).count())
+            .sum();
         SceneFacts {
             views: views.len(),
-            mean_pixels: pixels / views.len().max(1) as f64,
+            mean_pixels: pixels / count,
+            mean_shown_pixels: shown as f64 / count,
             min_side: (views.iter())
                 .map(|v| v.camera.width.min(v.camera.height))
                 .min()
@@ -151,14 +168,15 @@ pub const BUDGET_PER_PIXEL: f64 = 0.14;
 /// The fewest Gaussians a budget asks for.
 pub const MIN_BUDGET: usize = 10_000;
 
-/// The Gaussian budget of a scene: `BUDGET_PER_PIXEL x pixels of a view x sqrt(views)`. A view's
-/// pixels bound the detail one view can show; views from new directions show more of the scene, but
-/// neighbouring views mostly show the same surfaces again, hence the square root. The constant is
+/// The Gaussian budget of a scene: `BUDGET_PER_PIXEL x pixels of a view that show the scene x
+/// sqrt(views)`. A view's pixels bound the detail one view can show (pixels of empty background need
+/// no Gaussian); views from new directions show more of the scene, but neighbouring views mostly show
+/// the same surfaces again, hence the square root. The constant is
 /// where 3DGS-MCMC at a third of the original's count matched fern and cup (BENCHMARKS.md); it gives
 /// 0.5-3 M Gaussians for Mip-NeRF 360 captures at 1/4 size (200-300 views of ~1 M pixels), the range
 /// of gsplat's MCMC runs there.
 pub fn scene_budget(facts: &SceneFacts) -> usize {
-    let b = BUDGET_PER_PIXEL * facts.mean_pixels * (facts.views as f64).sqrt();
+    let b = BUDGET_PER_PIXEL * facts.mean_shown_pixels * (facts.views as f64).sqrt();
     (b.round() as usize).max(MIN_BUDGET)
 }
 
@@ -193,8 +211,8 @@ impl SceneFit {
             let budget = ((scene_budget(facts) as f64 * scale).round() as usize).max(MIN_BUDGET);
             cfg.mcmc.cap_max = budget;
             said.push(format!(
-                "a budget of {budget} Gaussians ({scale} x {BUDGET_PER_PIXEL} x {:.0} pixels x sqrt({} views))",
-                facts.mean_pixels, facts.views
+                "a budget of {budget} Gaussians ({scale} x {BUDGET_PER_PIXEL} x {:.0} pixels showing the scene x sqrt({} views))",
+                facts.mean_shown_pixels, facts.views
             ));
         }
         if self.growth && cfg.strategy == Strategy::Mcmc {
@@ -276,6 +294,7 @@ mod tests {
         let fern = SceneFacts {
             views: 17,
             mean_pixels: 504.0 * 378.0,
+            mean_shown_pixels: 504.0 * 378.0,
             min_side: 378,
             initial_points: 10_091,
         };
@@ -285,7 +304,7 @@ mod tests {
         assert_eq!(scene_budget(&more_views), 2 * b);
         let tiny = SceneFacts {
             views: 1,
-            mean_pixels: 100.0,
+            mean_shown_pixels: 100.0,
             ..fern
         };
         assert_eq!(scene_budget(&tiny), MIN_BUDGET);
@@ -305,6 +324,7 @@ mod tests {
         let fern = SceneFacts {
             views: 17,
             mean_pixels: 504.0 * 378.0,
+            mean_shown_pixels: 504.0 * 378.0,
             min_side: 378,
             initial_points: 10_091,
         };
@@ -312,5 +332,40 @@ mod tests {
         assert_eq!(said.len(), 3, "{said:?}");
         assert_eq!(cfg.mcmc.cap_max, scene_budget(&fern));
         assert!(cfg.mcmc.growth > 0.05 && cfg.mcmc.growth < 0.20);
+    }
+
+    #[test]
+    fn background_pixels_need_no_budget() {
+        use splat_core::camera::Camera;
+        use splat_io::dataset::{Rgb8Image, View};
+        let (w, h) = (40u32, 30u32);
+        // A white background with a 10 x 6 grey object (one of its pixels white too: not counted).
+        let mut data = vec![255u8; (w * h * 3) as usize];
+        for y in 10..16 {
+            for x in 5..15 {
+                let i = ((y * w + x) * 3) as usize;
+                data[i..i + 3].copy_from_slice(&[120, 130, 140]);
+            }
+        }
+        data[((12 * w + 7) * 3) as usize..][..3].fill(255);
+        let camera = Camera::look_at([0.0, 0.0, -4.0], [0.0; 3], [0.0, 1.0, 0.0], 60.0, w, h);
+        let image = Rgb8Image {
+            width: w,
+            height: h,
+            data,
+        };
+        let views = vec![View {
+            name: "v".into(),
+            camera,
+            image,
+        }];
+        let white = SceneFacts::of(&views, [1.0; 3], 5);
+        assert_eq!((white.mean_pixels, white.mean_shown_pixels), (1200.0, 59.0));
+        assert_eq!(
+            (white.min_side, white.initial_points, white.views),
+            (30, 5, 1)
+        );
+        let black = SceneFacts::of(&views, [0.0; 3], 5);
+        assert_eq!(black.mean_shown_pixels, 1200.0);
     }
 }

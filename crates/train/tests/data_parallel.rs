@@ -105,11 +105,12 @@ fn dataset(dir: &Path) -> Dataset {
     dataset::load(dir, &LoadOptions::default()).unwrap()
 }
 
-fn config(batch: usize) -> TrainConfig {
+fn config(batch: usize, visible_adam: bool) -> TrainConfig {
     TrainConfig {
         iterations: 240,
         seed: 9,
         batch,
+        visible_adam,
         sh_degree_interval: 50,
         densify_from: 40,
         densify_interval: 40,
@@ -120,6 +121,15 @@ fn config(batch: usize) -> TrainConfig {
 
 /// Trains with `ranks` replicas; returns each replica's final state checksum and means.
 fn train(ds: &Dataset, batch: usize, ranks: usize) -> Vec<(u64, Vec<[f32; 3]>)> {
+    train_with(ds, batch, ranks, false)
+}
+
+fn train_with(
+    ds: &Dataset,
+    batch: usize,
+    ranks: usize,
+    visible_adam: bool,
+) -> Vec<(u64, Vec<[f32; 3]>)> {
     let shared = Arc::new(Shared {
         barrier: Barrier::new(ranks),
         slots: Mutex::new(vec![Vec::new(); ranks]),
@@ -130,7 +140,7 @@ fn train(ds: &Dataset, batch: usize, ranks: usize) -> Vec<(u64, Vec<[f32; 3]>)> 
                 let shared = shared.clone();
                 s.spawn(move || {
                     let mut t = Trainer::new(
-                        config(batch),
+                        config(batch, visible_adam),
                         TrainData::of(ds),
                         &ds.points,
                         Box::new(CpuBackend::new()),
@@ -165,7 +175,7 @@ fn two_replicas_equal_one_process_with_a_batch_of_two() {
     let unbatched = train(&ds, 1, 1);
     assert_ne!(unbatched[0].0, single[0].0);
     assert_eq!(
-        config(2).per_step().iterations,
+        config(2, false).per_step().iterations,
         120,
         "a batch of 2 takes half the steps"
     );
@@ -189,4 +199,16 @@ fn four_replicas_stay_identical_and_match_to_rounding() {
         .flat_map(|(p, q)| p.iter().zip(q).map(|(x, y)| (x - y).abs()))
         .fold(0.0f32, f32::max);
     assert!(worst < 1e-3, "largest difference of a mean {worst}");
+}
+
+#[test]
+fn visible_only_adam_takes_the_union_of_what_every_rank_saw() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dataset(dir.path());
+    let single = train_with(&ds, 2, 1, true);
+    let pair = train_with(&ds, 2, 2, true);
+    assert_eq!(pair[0].0, pair[1].0, "replicas drifted");
+    assert_eq!(pair[0].0, single[0].0, "2 ranks differ from 1 process");
+    // The mask changed the run: some Gaussian was outside a step's views.
+    assert_ne!(train(&ds, 2, 1)[0].0, single[0].0);
 }

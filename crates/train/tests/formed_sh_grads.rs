@@ -116,44 +116,55 @@ fn formed_sh_gradients_update_like_stored_ones() {
             };
             let rest_len = g.sh_rest_len();
             let betas = (BETA1, BETA2);
-            let (mut dc_a, mut dc_b) = (g.sh_dc.clone(), g.sh_dc.clone());
-            let (mut rest_a, mut rest_b) = (g.sh_rest.clone(), g.sh_rest.clone());
-            let mut adam = [
-                AdamState::zeros(3 * g.len()),
-                AdamState::zeros(3 * g.len()),
-                AdamState::zeros(rest_len * g.len()),
-                AdamState::zeros(rest_len * g.len()),
-            ];
-            // The same gradient three times: moments and bias corrections move each time.
-            for _ in 0..3 {
-                let [dca, dcb, ra, rb] = &mut adam;
-                dca.update_with_betas(
-                    dc_a.as_flattened_mut(),
-                    full.grads.sh_dc.as_flattened(),
-                    0.0025,
-                    betas,
+            let seen: Vec<f32> = p.radii.iter().map(|&r| (r > 0) as u8 as f32).collect();
+            // Dense Adam, and visible-only Adam (the stored gradient through `update_visible`).
+            for mask in [None, Some(&seen[..])] {
+                let ctx = format!("{ctx}, visible-only {}", mask.is_some());
+                let (mut dc_a, mut dc_b) = (g.sh_dc.clone(), g.sh_dc.clone());
+                let (mut rest_a, mut rest_b) = (g.sh_rest.clone(), g.sh_rest.clone());
+                let mut adam = [
+                    AdamState::zeros(3 * g.len()),
+                    AdamState::zeros(3 * g.len()),
+                    AdamState::zeros(rest_len * g.len()),
+                    AdamState::zeros(rest_len * g.len()),
+                ];
+                let stored =
+                    |s: &mut AdamState, p: &mut [f32], gr: &[f32], w: usize, lr: f64| match mask {
+                        Some(seen) => s.update_visible(p, gr, w, lr, betas, seen),
+                        None => s.update_with_betas(p, gr, lr, betas),
+                    };
+                // The same gradient three times: moments and bias corrections move each time.
+                for _ in 0..3 {
+                    let [dca, dcb, ra, rb] = &mut adam;
+                    let dc_grads = full.grads.sh_dc.as_flattened();
+                    stored(dca, dc_a.as_flattened_mut(), dc_grads, 3, 0.0025);
+                    dcb.update_formed(dc_b.as_flattened_mut(), 3, 0.0025, betas, mask, &|i, o| {
+                        src.dc(i, o)
+                    });
+                    stored(ra, &mut rest_a, &full.grads.sh_rest, rest_len, 0.000125);
+                    rb.update_formed(&mut rest_b, rest_len, 0.000125, betas, mask, &|i, o| {
+                        src.rest(i, o)
+                    });
+                }
+                same(
+                    dc_a.as_flattened(),
+                    dc_b.as_flattened(),
+                    &format!("{ctx}: dc"),
                 );
-                dcb.update_formed(dc_b.as_flattened_mut(), 3, 0.0025, betas, &|i, o| {
-                    src.dc(i, o)
-                });
-                ra.update_with_betas(&mut rest_a, &full.grads.sh_rest, 0.000125, betas);
-                rb.update_formed(&mut rest_b, rest_len, 0.000125, betas, &|i, o| {
-                    src.rest(i, o)
-                });
+                same(&rest_a, &rest_b, &format!("{ctx}: rest"));
+                for (a, b) in [(&adam[0], &adam[1]), (&adam[2], &adam[3])] {
+                    same(&a.m, &b.m, &format!("{ctx}: m"));
+                    same(&a.v, &b.v, &format!("{ctx}: v"));
+                    assert_eq!(a.step, b.step);
+                }
+                assert!(dc_a != g.sh_dc, "{ctx}: Adam moved no DC coefficient");
+                assert_eq!(rest_a != g.sh_rest, degree > 0, "{ctx}: SH rest");
+                // Unseen Gaussians: dense Adam leaves them too (zero gradient, zero moments); the
+                // visible-only update must as well, with their moments still zero.
+                let unseen = (0..g.len()).find(|&i| p.radii[i] == 0).unwrap();
+                assert_eq!(dc_b[unseen], g.sh_dc[unseen], "{ctx}");
+                assert_eq!(adam[1].m[3 * unseen], 0.0, "{ctx}");
             }
-            same(
-                dc_a.as_flattened(),
-                dc_b.as_flattened(),
-                &format!("{ctx}: dc"),
-            );
-            same(&rest_a, &rest_b, &format!("{ctx}: rest"));
-            for (a, b) in [(&adam[0], &adam[1]), (&adam[2], &adam[3])] {
-                same(&a.m, &b.m, &format!("{ctx}: m"));
-                same(&a.v, &b.v, &format!("{ctx}: v"));
-                assert_eq!(a.step, b.step);
-            }
-            assert!(dc_a != g.sh_dc, "{ctx}: Adam moved no DC coefficient");
-            assert_eq!(rest_a != g.sh_rest, degree > 0, "{ctx}: SH rest");
         }
     }
 }

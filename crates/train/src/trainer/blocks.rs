@@ -57,6 +57,7 @@ impl<'a> Trainer<'a> {
                 !self.cfg.resolution_schedule.is_empty(),
                 "--resolution-schedule",
             ),
+            (self.cfg.visible_adam, "--visible-adam"),
         ]
         .iter()
         .filter(|(on, _)| *on)

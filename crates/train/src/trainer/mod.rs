@@ -92,6 +92,8 @@ pub struct Trainer<'a> {
     mip_saved: crate::mip::Saved,
     /// The training views at the current coarse-to-fine level ([`crate::resolution`]).
     scaled: crate::resolution::ScaledViews,
+    /// With visible-only Adam: 1 for a Gaussian some view of the step (on any rank) sees, else 0.
+    seen: Vec<f32>,
 }
 
 /// Steps between recomputations of the 3D filter after densification stops (Mip-Splatting's).
@@ -150,6 +152,7 @@ impl<'a> Trainer<'a> {
             sync_steps: Vec::new(),
             mip_saved: Default::default(),
             scaled: Default::default(),
+            seen: Vec::new(),
         }
         .with_filter_sizes()
     }

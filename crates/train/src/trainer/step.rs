@@ -83,6 +83,10 @@ impl<'a> Trainer<'a> {
     /// than one view the gradients are summed into `batch_grads`.
     fn render_views(&mut self, work: &mut StepWork) {
         let (rank, ranks) = (self.collective.rank(), self.collective.size());
+        if self.cfg.visible_adam {
+            self.seen.clear();
+            self.seen.resize(self.state.len(), 0.0);
+        }
         let mut local_views = 0;
         for j in 0..self.cfg.batch.max(1) {
             let vi = self.view_of(work.plan.it, j);
@@ -95,6 +99,7 @@ impl<'a> Trainer<'a> {
             }
             let t = Instant::now();
             self.add_view_statistics(work, vi);
+            self.mark_seen();
             if !work.single {
                 if local_views == 0 {
                     copy_grads(&mut self.batch_grads, &self.buffers.grads);
@@ -185,6 +190,19 @@ impl<'a> Trainer<'a> {
         (self.step_stats).add_view(&b.projected, &b.projected_grads, self.cfg.absgrad, size);
     }
 
+    /// With visible-only Adam, marks the Gaussians the view just rendered sees.
+    fn mark_seen(&mut self) {
+        if !self.cfg.visible_adam {
+            return;
+        }
+        let radii = &self.buffers.projected.radii;
+        for (s, &r) in self.seen.iter_mut().zip(radii) {
+            if r > 0 {
+                *s = 1.0;
+            }
+        }
+    }
+
     /// Sums gradients, statistics and losses over the ranks and takes the means of the losses.
     fn reduce_across_ranks(&mut self, work: &mut StepWork) {
         if !work.single {
@@ -198,6 +216,9 @@ impl<'a> Trainer<'a> {
                 self.collective.sum_f32(&mut st.norms);
                 self.collective.sum_f32(&mut st.counts);
                 self.collective.max_f32(&mut st.radii);
+            }
+            if self.cfg.visible_adam {
+                self.collective.max_f32(&mut self.seen);
             }
             self.collective.sum_f64(&mut work.sums);
             work.stats.times.densify += t.elapsed();
@@ -290,13 +311,22 @@ impl<'a> Trainer<'a> {
             let betas = self.cfg.adam_betas();
             let (single, reset) = (work.single, work.stats.opacity_reset);
             let grads = step_grads(single, &mut self.buffers.grads, &mut self.batch_grads);
+            let seen = self.cfg.visible_adam.then_some(&self.seen[..]);
+            let n = self.state.len();
             for (gi, &lr) in lrs.iter().enumerate().take(GROUPS.len()) {
                 if (gi == 3 && reset) || (single && (gi == SH_DC || gi == SH_REST)) {
                     continue;
                 }
                 let grad = group_params(grads, gi);
                 let params = group_params(&mut self.state.gaussians, gi);
-                self.state.adam[gi].update_with_betas(params, grad, lr, betas);
+                let adam = &mut self.state.adam[gi];
+                match seen {
+                    Some(seen) => {
+                        let width = params.len().checked_div(n).unwrap_or(0);
+                        adam.update_visible(params, grad, width, lr, betas, seen);
+                    }
+                    None => adam.update_with_betas(params, grad, lr, betas),
+                }
             }
         }
         work.stats.times.adam = t.elapsed();
@@ -333,8 +363,10 @@ impl<'a> Trainer<'a> {
         };
         let (dc, rest) = (g.sh_dc.as_flattened_mut(), &mut g.sh_rest);
         let adam = &mut self.state.adam;
-        adam[SH_DC].update_formed(dc, 3, lrs[SH_DC], betas, &|i, o| src.dc(i, o));
-        adam[SH_REST].update_formed(rest, rest_len, lrs[SH_REST], betas, &|i, o| src.rest(i, o));
+        let seen = self.cfg.visible_adam.then_some(&self.seen[..]);
+        let (dc_lr, rest_lr) = (lrs[SH_DC], lrs[SH_REST]);
+        adam[SH_DC].update_formed(dc, 3, dc_lr, betas, seen, &|i, o| src.dc(i, o));
+        adam[SH_REST].update_formed(rest, rest_len, rest_lr, betas, seen, &|i, o| src.rest(i, o));
     }
 
     /// MCMC's relocation and growth when due and its position noise; the 3D filter's periodic update.
