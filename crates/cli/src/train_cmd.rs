@@ -52,9 +52,9 @@ pub struct TrainArgs {
     /// 1,000, full size from 2,000), or `full` [default: the preset's; original: full].
     #[arg(long, value_parser = crate::parse::parse_resolution_schedule)]
     pub resolution_schedule: Option<crate::parse::Levels>,
-    /// Adam updates only the Gaussians the step's view sees (gsplat's `visible_adam`): the others keep
-    /// their values and moments. `--visible-adam=false` updates all [default: on, off with --preset
-    /// original].
+    /// Adam updates only the Gaussians the step's views see (gsplat's `visible_adam`, the original's
+    /// `sparse_adam`): the others keep their values and moments. Off in every preset (it saved no time
+    /// on the CPU here and cost quality on short runs; see NOTES.md); `--visible-adam` turns it on.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub visible_adam: Option<bool>,
     /// Train for at most this long, e.g. `90s`, `5m`, `1h` (training only: loading and the final

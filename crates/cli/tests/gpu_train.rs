@@ -109,8 +109,8 @@ fn resident_training_resumes_bit_exactly() {
 }
 
 /// `--strategy mcmc --mip-filter`, then `--absgrad`, on the GPU backend: not resident (the output says
-/// why), every step through the per-stage interface, the same refine schedule and count as the CPU
-/// backend and a test PSNR within rounding drift of it.
+/// why: the 3D filter and absgrad are host stages), every step through the per-stage interface, the same
+/// refine schedule and count as the CPU backend and a test PSNR within rounding drift of it.
 #[test]
 fn host_side_options_on_the_gpu_run_per_stage_and_match_the_cpu() {
     let dir = tempfile::tempdir().unwrap();
@@ -142,7 +142,7 @@ fn host_side_options_on_the_gpu_run_per_stage_and_match_the_cpu() {
     }
     let err = ok(&out);
     assert!(
-        err.contains("not resident (--strategy mcmc, --mip-filter run on the host)"),
+        err.contains("not resident (--mip-filter run on the host)"),
         "{err}"
     );
     let mut cpu = common.to_vec();
@@ -188,6 +188,52 @@ fn host_side_options_on_the_gpu_run_per_stage_and_match_the_cpu() {
         ng > 400.0 && (ng - nc).abs() <= 0.02 * nc,
         "gpu {ng} vs cpu {nc} Gaussians"
     );
+}
+
+/// A preset on the GPU runs resident (MCMC with its growth, a coarse-to-fine level change), with the
+/// CPU's refine schedule and count and a test PSNR within rounding drift of the CPU's.
+#[test]
+fn presets_run_resident_on_the_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    // 160 x 128: the coarsest level is 1/2 (a 64-pixel short side), full size from step 24 of 60.
+    let data = demo_data(dir.path(), (160, 128, 8, 400, 3));
+    let d = data.as_str();
+    let args = |backend: &'static str| {
+        let out = ["fast-", backend].concat();
+        let mut a: Vec<String> = ["train", d, "--preset", "fast", "--iters", "60", "--eval"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(["--out".into(), out, "--backend".into(), backend.into()]);
+        a
+    };
+    let gpu = args("gpu");
+    let out = splat(
+        &gpu.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        dir.path(),
+    );
+    if no_gpu(&out) {
+        return;
+    }
+    let err = ok(&out);
+    assert!(err.contains("resident: steps run in blocks"), "{err}");
+    assert!(
+        err.contains("resolution 1/2 from step 0, 1/1 from step 24"),
+        "{err}"
+    );
+    let cpu = args("cpu");
+    ok(&splat(
+        &cpu.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        dir.path(),
+    ));
+    let metrics = |p: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(dir.path().join(p).join("metrics.json")).unwrap())
+            .unwrap()
+    };
+    let (g, c) = (metrics("fast-gpu"), metrics("fast-cpu"));
+    assert_eq!(g["num_gaussians"], c["num_gaussians"], "{g} {c}");
+    let (pg, pc) = (g["psnr"].as_f64().unwrap(), c["psnr"].as_f64().unwrap());
+    assert!((pg - pc).abs() < 0.2, "gpu {pg} vs cpu {pc}");
 }
 
 /// `splat bench --backend gpu --json`: the resident counters at the top level (the sort's passes are

@@ -58,7 +58,7 @@ fn presets_choose_from_the_scene_and_flags_win() {
     assert_eq!(train["iterations"], 50);
     // 0.14 x 160 x 128 x sqrt(11 training views), below the floor of 10,000.
     assert_eq!(train["mcmc"]["cap_max"], 10_000);
-    assert_eq!(train["visible_adam"], true);
+    assert_eq!(train["visible_adam"], false);
     let levels = train["resolution_schedule"].as_array().unwrap();
     assert_eq!(levels.len(), 2, "{levels:?}");
     assert_eq!(
@@ -91,13 +91,13 @@ fn presets_choose_from_the_scene_and_flags_win() {
             "0.07",
             "--resolution-schedule",
             "full",
-            "--visible-adam=false",
+            "--visible-adam",
         ],
         dir.path(),
     ));
     assert!(!err.contains("chosen from the scene"), "{err}");
     let train = &json(&dir.path().join("hand"), "config.json")["train"];
-    assert_eq!(train["visible_adam"], false);
+    assert_eq!(train["visible_adam"], true);
     assert_eq!(train["mcmc"]["cap_max"], 777);
     assert_eq!(train["mcmc"]["growth"], 0.07);
     assert_eq!(train["resolution_schedule"].as_array().unwrap().len(), 0);

@@ -42,22 +42,31 @@ pub struct AdamStep {
     pub groups: [Option<(f64, u64)>; 6],
     pub betas: (f64, f64),
     pub eps: f64,
+    /// Visible-only Adam: a Gaussian the step's view does not see (radius 0) keeps its values and
+    /// moments (`splat_train::adam::AdamState::update_visible`).
+    pub visible_only: bool,
+    /// 3DGS-MCMC's regularizer gradients added before the update, per Gaussian
+    /// (`splat_train::mcmc::add_regularizer` with one view): `[opacity_reg / n, scale_reg / (3 n)]`.
+    pub regularizer: [f64; 2],
 }
 
 impl AdamStep {
     /// No group updated (the check's uniform).
-    fn none() -> Self {
+    pub fn none() -> Self {
         AdamStep {
             groups: [None; 6],
             betas: (0.0, 0.0),
             eps: 0.0,
+            visible_only: false,
+            regularizer: [0.0; 2],
         }
     }
 
     fn uniform(&self, rows: u32) -> AdamStepUniform {
+        let [wo, ws] = self.regularizer;
         let mut u = AdamStepUniform {
-            e: [self.eps as f32, 0.0, 0.0, 0.0],
-            n: [0, rows, 0, 0],
+            e: [self.eps as f32, wo as f32, ws as f32, 0.0],
+            n: [0, rows, self.visible_only as u32, 0],
             ..Default::default()
         };
         for (g, group) in self.groups.iter().enumerate() {

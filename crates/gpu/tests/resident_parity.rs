@@ -306,6 +306,8 @@ fn an_overflowing_list_regrows_and_changes_nothing() {
             position_lr: Some(t.position_lr(it)),
             densify: false,
             reset_opacity: false,
+            regularize: false,
+            noise_lr: None,
         })
         .collect();
     let constants = BlockConstants {

@@ -10,9 +10,11 @@
 //! - **coarse to fine** ([`crate::resolution`]): the first fifth of the run at 1/4 size, the second at
 //!   1/2, the rest at full size (OpenSplat's and splatfacto's two halvings, at fractions of the run
 //!   instead of every 3,000 steps), the coarsest level limited so the short side keeps 64 pixels;
-//! - **visible-only Adam** (gsplat's `visible_adam`, the original's `sparse_adam`): a step updates the
-//!   Gaussians its view sees, so an update costs what the view shows, not the whole scene;
 //! - **fewer steps**, the schedule (refinement, SH degree) scaled to them.
+//!
+//! Visible-only Adam (`--visible-adam`, [`TrainConfig::visible_adam`]) is not in the presets: on the
+//! scenes here it saved no time on the CPU (Adam is 7% of a step and nearly every Gaussian is in every
+//! view) and cost 0.6 dB on the demo, whose views each see part of the room (NOTES.md, "Presets").
 //!
 //! A preset is a [`TrainConfig`] (the scene-free part, [`Preset::config`]) plus a [`SceneFit`]
 //! applied once the dataset is loaded ([`SceneFit::apply`]); a flag the user gives overrides either.
@@ -86,7 +88,6 @@ impl Preset {
             // The original raises the degree every 1,000 of 30,000 steps, so degree 3 is on for 90%
             // of the run; a short run keeps that fraction.
             sh_degree_interval: 1_000.min((n / 10).max(1)),
-            visible_adam: true,
             ..base
         };
         cfg.resolution_schedule = coarse_to_fine(n, 4);

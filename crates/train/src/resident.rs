@@ -31,6 +31,11 @@ pub struct PlannedStep {
     pub densify: bool,
     /// Cap the opacities (after the densification, if any).
     pub reset_opacity: bool,
+    /// 3DGS-MCMC: add the opacity and scale regularizers' gradients before the update.
+    pub regularize: bool,
+    /// 3DGS-MCMC: after the update, add the position noise with this position learning rate (the next
+    /// step's). `None` on a refine step: the host relocates and grows first, then adds the noise.
+    pub noise_lr: Option<f64>,
 }
 
 /// The constants of a block's steps.
@@ -156,6 +161,12 @@ pub trait ResidentEngine: Send {
     }
     /// Makes the device's state `state` (parameters, moments with their step counts, statistics).
     fn load(&mut self, state: &TrainState) -> Result<(), String>;
+    /// Trains on `views` from the next block on (the same views at another coarse-to-fine level,
+    /// [`crate::resolution`]). An engine that cannot says why, and the run stays on the host.
+    fn set_views(&mut self, views: &[splat_io::dataset::View]) -> Result<(), String> {
+        let _ = views;
+        Err("this engine trains at one resolution".into())
+    }
     /// Runs `steps` in order and appends one outcome per step. A step with a non-finite loss or gradient
     /// changes nothing and is reported skipped; the block goes on after it.
     fn run_block(

@@ -72,6 +72,51 @@ impl GpuResident {
         );
     }
 
+    /// 3DGS-MCMC's position noise after step `step`'s update, with `position_lr` (the next step's, as
+    /// the host reads it) times `noise_lr` (`splat_train::mcmc::inject_noise`; nothing on a halted
+    /// step).
+    pub(super) fn record_noise(
+        &self,
+        enc: &mut dyn Recorder,
+        constants: &BlockConstants,
+        scene: &Scene,
+        (step, position_lr): (u64, f64),
+    ) {
+        let ctx = &*self.ctx;
+        let m = &constants.config.mcmc;
+        let p = EditParams {
+            a: [scene.n as u32, 0, 0, step as u32],
+            b: [
+                splat_train::random::seed_word(constants.config.seed),
+                0,
+                0,
+                0,
+            ],
+            c: [
+                (position_lr * m.noise_lr) as f32,
+                m.noise_gate_sharpness as f32,
+                m.noise_gate_opacity as f32,
+                0.0,
+            ],
+            ..Default::default()
+        };
+        let (x, y) = ctx.dispatch_size(groups_for(scene.n as u32));
+        record_pass(
+            ctx,
+            enc,
+            &self.k.noise,
+            bytemuck::bytes_of(&p),
+            &[
+                (4, &scene.params[4]),
+                (5, &scene.params[3]),
+                (17, &scene.params[5]),
+                (22, &self.status),
+                (23, &scene.params[0]),
+            ],
+            (x, y, 1),
+        );
+    }
+
     /// Clone, split and prune on the device after step `step` (its statistics added), as
     /// `splat_train::densify::densify_and_prune`: classify every Gaussian and read back how many of
     /// each kind are kept, then scatter the kept ones into new buffers. Falls back to the host's edit

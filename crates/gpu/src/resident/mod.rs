@@ -144,6 +144,7 @@ struct Kernels {
     classify: wgpu::ComputePipeline,
     scatter: wgpu::ComputePipeline,
     reset: wgpu::ComputePipeline,
+    noise: wgpu::ComputePipeline,
 }
 
 /// The dataset on the device.
@@ -278,6 +279,7 @@ impl GpuResident {
             classify: pipeline(&edit, "classify"),
             scatter: pipeline(&edit, "scatter"),
             reset: pipeline(&edit, "reset_opacity"),
+            noise: pipeline(&edit, "mcmc_noise"),
         };
         let small = |label| ctx.storage(label, 16);
         let mut engine = GpuResident {
@@ -548,6 +550,16 @@ impl ResidentEngine for GpuResident {
             self.template = None;
             self.list = Some(self.make_list(self.initial_capacity.unwrap_or(guess).max(1)));
         }
+        Ok(())
+    }
+
+    fn set_views(&mut self, views: &[View]) -> Result<(), String> {
+        if let Some(why) = &self.unsupported {
+            return Err(why.clone());
+        }
+        self.upload_views(views)?;
+        // The template binds the per-pixel buffers and the tile grid.
+        self.template = None;
         Ok(())
     }
 

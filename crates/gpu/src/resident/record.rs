@@ -423,10 +423,20 @@ impl GpuResident {
         }
         if let Some(position_lr) = step.position_lr {
             let lrs = constants.lrs(position_lr);
+            let config = &constants.config;
+            let mcmc = (step.regularize).then(|| {
+                let n = scene.n.max(1) as f64;
+                [
+                    config.mcmc.opacity_reg / n,
+                    config.mcmc.scale_reg / (3.0 * n),
+                ]
+            });
             let mut adam = AdamStep {
-                groups: [None; 6],
-                betas: constants.config.adam_betas(),
+                betas: config.adam_betas(),
                 eps: splat_train::adam::EPS,
+                visible_only: config.visible_adam,
+                regularizer: mcmc.unwrap_or([0.0; 2]),
+                ..AdamStep::none()
             };
             for (g, t) in adam_steps.iter_mut().enumerate() {
                 if adam_applies(step, g) {
@@ -442,6 +452,9 @@ impl GpuResident {
                 &scene.backward_uniform,
                 &adam,
             );
+        }
+        if let Some(position_lr) = step.noise_lr {
+            self.record_noise(enc, constants, scene, (step.step, position_lr));
         }
     }
 

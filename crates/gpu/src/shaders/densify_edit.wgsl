@@ -7,6 +7,8 @@
 //   at zero; a child's mean is the parent's plus R(q) (z * scale) with z the stateless normal samples of
 //   `splat_train::random` (the host draws the same), its log-scales the parent's minus ln 1.6.
 // - `reset_opacity`: opacity logits capped at logit(0.01), their moments zeroed (skipped on a halted step).
+// - `mcmc_noise`: 3DGS-MCMC's position noise after a step's Adam (`splat_train::mcmc::inject_noise`, the
+//   same draws; skipped on a halted step).
 
 struct Params {
     // Gaussians, values per Gaussian of the group (scatter), group kind (0 other, 1 means, 2 log-scales),
@@ -48,6 +50,8 @@ struct Params {
 @group(0) @binding(20) var<storage, read_write> opacity_m: array<f32>;
 @group(0) @binding(21) var<storage, read_write> opacity_v: array<f32>;
 @group(0) @binding(22) var<storage, read> status: array<u32>;
+// mcmc_noise (with log_scales, opacity_logits, rotations and status above)
+@group(0) @binding(23) var<storage, read_write> noise_means: array<f32>;
 
 const CLONE: u32 = 1u;
 const SPLIT: u32 = 2u;
@@ -197,4 +201,45 @@ fn reset_opacity(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     opacity[i] = min(opacity[i], params.d.z);
     opacity_m[i] = 0.0;
     opacity_v[i] = 0.0;
+}
+
+// mu += R diag(s^2) R^T eps, eps = N(0, I) gate(o) position_lr noise_lr, gate(o) = sigmoid(-k (o - t)).
+// Params: a.x Gaussians, a.w the step; b.x the seed word; c.x position_lr noise_lr, c.y k, c.z t.
+@compute @workgroup_size(256)
+fn mcmc_noise(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = index(gid, nwg);
+    if i >= params.a.x || status[0] != 0u {
+        return;
+    }
+    let o = 1.0 / (1.0 + exp(-opacity_logits[i]));
+    let gate = 1.0 / (1.0 + exp(params.c.y * (o - params.c.z)));
+    if gate == 0.0 {
+        return;
+    }
+    let q0 = vec4<f32>(rotations[4u * i], rotations[4u * i + 1u], rotations[4u * i + 2u], rotations[4u * i + 3u]);
+    let norm = sqrt(q0.x * q0.x + q0.y * q0.y + q0.z * q0.z + q0.w * q0.w);
+    if !(norm > 0.0) {
+        return;
+    }
+    let q = q0 / norm;
+    let w = q.x;
+    let x = q.y;
+    let y = q.z;
+    let z = q.w;
+    // Rows of R (`splat_core::math::quat_to_mat`).
+    let r0 = vec3<f32>(1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y));
+    let r1 = vec3<f32>(2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x));
+    let r2 = vec3<f32>(2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y));
+    var eps: vec3<f32>;
+    for (var k = 0u; k < 3u; k++) {
+        eps[k] = normal(params.b.x, params.a.w, i, 100u + k) * gate * params.c.x;
+    }
+    var local: vec3<f32>;
+    for (var k = 0u; k < 3u; k++) {
+        let s2 = exp(2.0 * log_scales[3u * i + k]);
+        local[k] = s2 * (r0[k] * eps.x + r1[k] * eps.y + r2[k] * eps.z);
+    }
+    noise_means[3u * i] += r0.x * local.x + r0.y * local.y + r0.z * local.z;
+    noise_means[3u * i + 1u] += r1.x * local.x + r1.y * local.y + r1.z * local.z;
+    noise_means[3u * i + 2u] += r2.x * local.x + r2.y * local.y + r2.z * local.z;
 }

@@ -34,9 +34,11 @@ struct AdamStep {
     // Per group (means, sh_dc, sh_rest, opacity, log_scales, rotations): lr / (1 - b1^t),
     // 1 / sqrt(1 - b2^t), b1, b2.
     k: array<vec4<f32>, 6>,
-    // eps, unused x3.
+    // eps; MCMC's regularizer weights per Gaussian (opacity_reg / n, scale_reg / 3n; 0 without MCMC);
+    // unused.
     e: vec4<f32>,
-    // bit g: group g is updated this step; the loss's row sums to check; unused x2.
+    // bit g: group g is updated this step; the loss's row sums to check; 1: visible-only Adam (a
+    // Gaussian of radius 0 keeps its values and moments); unused.
     n: vec4<u32>,
 }
 
@@ -335,7 +337,18 @@ fn apply(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     if i >= cam.counts.x || atomicLoad(&status[0]) != 0u {
         return;
     }
+    if adam_step.n.z != 0u && radii[i] == 0u {
+        return;
+    }
     parameter_gradients(i);
+    // 3DGS-MCMC's regularizers (`splat_train::mcmc::add_regularizer`), from the values before the update.
+    if adam_step.e.y != 0.0 || adam_step.e.z != 0.0 {
+        let o = 1.0 / (1.0 + exp(-opacity_logits[i]));
+        pg[10] += adam_step.e.y * o * (1.0 - o);
+        for (var c = 0u; c < 3u; c++) {
+            pg[3u + c] += adam_step.e.z * exp(log_scales[3u * i + c]);
+        }
+    }
     if updates(0u) {
         for (var c = 0u; c < 3u; c++) {
             let j = 3u * i + c;

@@ -1,8 +1,15 @@
 //! Training steps in blocks on a [`ResidentEngine`], the device that holds the state
 //! ([`crate::resident`]). A block's steps are planned as the host step would run them
 //! ([`super::plan`]); the engine runs them all in one call and [`Trainer::step`] hands them out one at
-//! a time. A block ends after a densification (the Gaussian count changes), at a multiple of
-//! `sync_every` (where the caller reads the state) or after about [`BLOCK_SECONDS`].
+//! a time. A block ends after a densification (the Gaussian count changes), after an MCMC refine step,
+//! before a change of coarse-to-fine level, at a multiple of `sync_every` (where the caller reads the
+//! state) or after about [`BLOCK_SECONDS`].
+//!
+//! 3DGS-MCMC runs on the device step by step (its regularizers in the update, its position noise after
+//! it); its relocation and growth every `densify_interval` steps run on the host between blocks
+//! ([`crate::mcmc::refine`], then that step's noise), and the next block loads the edited state. The
+//! coarse-to-fine levels reach the engine as its views ([`ResidentEngine::set_views`]) before the
+//! first block of a level.
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -10,7 +17,6 @@ use std::time::Instant;
 use super::outcome::{Diverged, StepStats, MAX_CONSECUTIVE_SKIPS};
 use super::plan::{degree_at, StepPlan};
 use super::Trainer;
-use crate::config::Strategy;
 use crate::resident::{
     BlockConstants, DevicePeak, EngineCounters, EngineMemory, PlannedStep, ResidentEngine,
     StageTiming, StepOutcome,
@@ -34,6 +40,8 @@ pub(super) struct Blocks<'a> {
     diverged: Option<Diverged>,
     /// Steps the next block may run (from the last block's time per step, at most [`BLOCK_STEPS`]).
     block_steps: u64,
+    /// The coarse-to-fine factor of the engine's views (it starts with the full-size ones).
+    downscale: u32,
 }
 
 impl<'a> Trainer<'a> {
@@ -50,14 +58,8 @@ impl<'a> Trainer<'a> {
             return Err("resident blocks run one view per step on one rank".into());
         }
         let host_only: Vec<&str> = [
-            (self.cfg.strategy == Strategy::Mcmc, "--strategy mcmc"),
             (self.cfg.absgrad, "--absgrad"),
             (self.cfg.mip_filter, "--mip-filter"),
-            (
-                !self.cfg.resolution_schedule.is_empty(),
-                "--resolution-schedule",
-            ),
-            (self.cfg.visible_adam, "--visible-adam"),
         ]
         .iter()
         .filter(|(on, _)| *on)
@@ -76,6 +78,7 @@ impl<'a> Trainer<'a> {
             pending: VecDeque::new(),
             diverged: None,
             block_steps: 10,
+            downscale: 1,
         });
         Ok(note)
     }
@@ -92,10 +95,16 @@ impl<'a> Trainer<'a> {
             ));
         }
         match self.cfg.gaussian_cap() {
-            Some(cap) if cap > max => Err(format!(
-                "--max-gaussians {cap} is more than the {max} Gaussians this device's bindings \
-                 hold; --max-gaussians {max} or fewer keeps the run on the device"
-            )),
+            Some(cap) if cap > max => {
+                let flag = match self.cfg.strategy {
+                    crate::config::Strategy::Mcmc => "--cap-max",
+                    crate::config::Strategy::Default => "--max-gaussians",
+                };
+                Err(format!(
+                    "{flag} {cap} is more than the {max} Gaussians this device's bindings hold; \
+                     {flag} {max} or fewer keeps the run on the device"
+                ))
+            }
             Some(_) => Ok(None),
             None => {
                 self.cfg.max_gaussians = Some(max);
@@ -225,6 +234,7 @@ impl<'a> Trainer<'a> {
             extent: self.extent,
             background: self.background,
         };
+        self.engine_views_for(steps[0].step);
         let blocks = self.blocks.as_mut().expect("resident engine");
         let engine = &mut blocks.engine;
         if !blocks.device_current {
@@ -242,6 +252,51 @@ impl<'a> Trainer<'a> {
         blocks.block_steps = ((BLOCK_SECONDS / per_step.max(1e-9)) as u64).clamp(1, BLOCK_STEPS);
         self.host_current = false;
         self.queue_outcomes(&outcomes, &degrees);
+        self.refine_after_block(&steps);
+    }
+
+    /// Gives the engine the views of step `it`'s coarse-to-fine level when they are not its own.
+    fn engine_views_for(&mut self, it: u64) {
+        let factor = self.cfg.downscale_at(it).max(1);
+        let blocks = self.blocks.as_mut().expect("resident engine");
+        if blocks.downscale == factor {
+            return;
+        }
+        self.scaled.set(self.views, factor);
+        let engine = &mut blocks.engine;
+        if let Err(e) = engine.set_views(self.scaled.of(self.views)) {
+            panic!("{} cannot train at 1/{factor} size: {e}", engine.name());
+        }
+        blocks.downscale = factor;
+    }
+
+    /// MCMC: when the block's last step refines (and was not skipped), relocates and grows on the host,
+    /// then adds that step's position noise, as the host step does; the next block loads the result.
+    fn refine_after_block(&mut self, steps: &[PlannedStep]) {
+        let last = steps.last().expect("a block runs at least one step");
+        let plan = StepPlan::new(&self.cfg, last.step, self.background == [1.0; 3]);
+        let blocks = self.blocks.as_mut().expect("resident engine");
+        let ran = (blocks.pending.back()).is_some_and(|(s, _)| s.step == last.step && !s.skipped);
+        if !plan.refine || !ran || blocks.diverged.is_some() {
+            return;
+        }
+        if let Err(e) = blocks.engine.store(&mut self.state) {
+            panic!(
+                "reading the state back from {} failed: {e}",
+                blocks.engine.name()
+            );
+        }
+        let (cfg, seed) = (&self.cfg.mcmc, self.cfg.seed);
+        let report = crate::mcmc::refine(&mut self.state, cfg, seed, last.step);
+        let lr = self.position_lr(last.step + 1);
+        crate::mcmc::inject_noise(&mut self.state.gaussians, cfg, lr, seed, last.step);
+        let blocks = self.blocks.as_mut().expect("resident engine");
+        blocks.device_current = false;
+        self.host_current = true;
+        if let Some((stats, _)) = blocks.pending.back_mut() {
+            stats.refined = Some(report);
+            stats.num_gaussians = self.state.len();
+        }
     }
 
     /// The steps of the next block, each as [`Trainer::step`] would run it on the host, with the SH
@@ -266,8 +321,11 @@ impl<'a> Trainer<'a> {
                 position_lr: plan.updates().then(|| self.position_lr(it)),
                 densify: plan.densify,
                 reset_opacity: plan.reset_opacity,
+                regularize: plan.mcmc,
+                noise_lr: (plan.mcmc && !plan.refine).then(|| self.position_lr(it + 1)),
             });
-            if plan.densify || self.syncs_at(it) {
+            let level_changes = cfg.downscale_at(it + 1) != cfg.downscale_at(it);
+            if plan.densify || plan.refine || level_changes || self.syncs_at(it) {
                 break;
             }
             it += 1;

@@ -46,7 +46,7 @@ impl<'a> Trainer<'a> {
         }
         self.consecutive_skips = 0;
         let t = Instant::now();
-        self.regularize(&mut work);
+        self.regularize(&work);
         self.densify(&mut work);
         work.stats.times.densify += t.elapsed();
         self.optimize(&mut work);
@@ -263,16 +263,16 @@ impl<'a> Trainer<'a> {
         Ok(stats)
     }
 
-    /// MCMC's opacity and scale regularizers, added to the loss and the gradients.
-    fn regularize(&mut self, work: &mut StepWork) {
+    /// MCMC's opacity and scale regularizers' gradients. The reported loss stays the photometric one
+    /// (the resident path reports the same).
+    fn regularize(&mut self, work: &StepWork) {
         if !work.plan.mcmc {
             return;
         }
         let (opacity_reg, scale_reg) = (self.cfg.mcmc.opacity_reg, self.cfg.mcmc.scale_reg);
         let views = self.cfg.batch.max(1) as f64;
         let grads = step_grads(work.single, &mut self.buffers.grads, &mut self.batch_grads);
-        work.stats.loss +=
-            mcmc::add_regularizer(&self.state.gaussians, opacity_reg, scale_reg, views, grads);
+        mcmc::add_regularizer(&self.state.gaussians, opacity_reg, scale_reg, views, grads);
     }
 
     /// Adds the step's statistics; clones, splits and prunes when due; resets opacities when due.
