@@ -3,8 +3,8 @@
 # scripts/device-pack.sh first (here), carry `.dev` (and `.gl`, the Vulkan loader packages, where the
 # machine lacks libvulkan), then run this there. Each step gets what is left of a deadline
 # (DEADLINE_S, default 470 s), so the whole script ends in time and the logs always come back; the most
-# wanted numbers come first (issue 21: fern images_8 and lego before and after, atomic sums, fern 7,000
-# steps, images_4, then 10 million Gaussians).
+# wanted numbers come first (issue 36: the presets on fern and lego; issue 21: fern images_8 and lego
+# before and after, atomic sums, fern 7,000 steps, images_4, then 10 million Gaussians).
 # Everything goes to $OUT/log.txt plus one small results.tgz (metrics, JSON benches).
 set -uo pipefail
 OUT=${OUT:-device-results}; mkdir -p "$OUT" /tmp/res
@@ -44,6 +44,23 @@ for run in a b; do
 done
 cmp /tmp/bits-a/point_cloud.ply /tmp/bits-b/point_cloud.ply && echo "same-bits: point_cloud.ply identical"
 [ -n "${ONLY_TESTS:-}" ] && { tar -czf "$OUT/results.tgz" -C /tmp res; exit 0; }
+# Issue 36: the presets against the original at 7,000 steps, resident on the GPU (fern images_8, and
+# lego at full size: all 100 training views with PACK=lego100, the 20 packed ones with PACK=main);
+# metrics.json carries psnr_over_time for the table (scripts/presets-table.py on the copied folders).
+if "$B/splat" train --help 2>/dev/null | grep -q -- --time-budget; then
+  preset() { # preset NAME MAX_SECONDS ARGS...
+    local name=$1 max=$2; shift 2
+    step "$name" "$max" "$B/splat" train "$@" --eval --checkpoint-every 0 --backend gpu -o "/tmp/p/$name"
+    mkdir -p "$R/presets/$name" && cp "/tmp/p/$name/metrics.json" "$R/presets/$name/" 2>/dev/null
+  }
+  preset fern-fast 60 "$D/fern" --images images_8 --preset fast
+  preset fern-bal 90 "$D/fern" --images images_8
+  preset fern-tb60 75 "$D/fern" --images images_8 --preset fast --time-budget 60s
+  preset fern-orig 120 "$D/fern" --images images_8 --preset original --iters 7000
+  preset lego-fast 60 "$D/lego" --preset fast
+  preset lego-bal 120 "$D/lego"
+  preset lego-orig 150 "$D/lego" --preset original --iters 7000
+fi
 # Before (splat-old, the commit before issue 21) and after, alternating, same commands. The JSON of
 # the new binary carries the counters, the device time per stage and the measured device peaks.
 bench() { # bench NAME DATA_ARGS...
