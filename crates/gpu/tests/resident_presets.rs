@@ -81,6 +81,15 @@ fn trainer<'a>(
     t
 }
 
+/// The host's state after 30 steps of `cfg` (at 1/2 size, with established moments).
+fn state_at_30(ctx: &Arc<GpuContext>, ds: &Dataset, cfg: &TrainConfig) -> TrainState {
+    let mut t = trainer(ctx, ds, cfg, None, false);
+    while t.state.step < 30 {
+        t.step().unwrap();
+    }
+    t.state
+}
+
 fn max_rel(a: &[f32], b: &[f32]) -> f64 {
     assert_eq!(a.len(), b.len());
     let scale = (a.iter())
@@ -102,12 +111,9 @@ fn mcmc_blocks_with_a_level_change_match_host_steps() {
     let tmp = tempfile::tempdir().unwrap();
     let ds = demo(tmp.path());
     let cfg = config(80);
-    let mut start = trainer(&ctx, &ds, &cfg, None, false);
-    while start.state.step < 30 {
-        start.step().unwrap();
-    }
-    let mut a = trainer(&ctx, &ds, &cfg, Some(&start.state), false);
-    let mut b = trainer(&ctx, &ds, &cfg, Some(&start.state), true);
+    let start = state_at_30(&ctx, &ds, &cfg);
+    let mut a = trainer(&ctx, &ds, &cfg, Some(&start), false);
+    let mut b = trainer(&ctx, &ds, &cfg, Some(&start), true);
     b.set_sync_every(15);
     let mut refined = Vec::new();
     for _ in 0..15 {
@@ -192,12 +198,9 @@ fn each_preset_part_changes_the_device_result() {
     let tmp = tempfile::tempdir().unwrap();
     let ds = demo(tmp.path());
     let cfg = config(80);
-    let mut start = trainer(&ctx, &ds, &cfg, None, false);
-    while start.state.step < 30 {
-        start.step().unwrap();
-    }
+    let start = state_at_30(&ctx, &ds, &cfg);
     let means_after = |cfg: &TrainConfig| {
-        let mut t = trainer(&ctx, &ds, cfg, Some(&start.state), true);
+        let mut t = trainer(&ctx, &ds, cfg, Some(&start), true);
         t.set_sync_steps(vec![39]);
         for _ in 0..9 {
             t.step().unwrap();
