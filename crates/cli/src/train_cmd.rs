@@ -259,7 +259,12 @@ fn plan_budget(
         c
     };
     let max_steps = cfg.train.iterations;
-    let cal = budget::calibrate(&cfg.train, TrainData::of(ds), &ds.points, backend.make());
+    // Timed as the run will train: in resident blocks on a GPU unless --gpu-per-stage.
+    let resident = (backend.resident())
+        .filter(|_| !args.gpu_per_stage)
+        .map(|make| make(&ds.train));
+    let data = TrainData::of(ds);
+    let cal = budget::calibrate(&cfg.train, data, &ds.points, backend.make(), resident);
     let left = seconds - cal.seconds;
     let (steps, predicted) =
         budget::plan_steps(max_steps, left * budget::PLAN_FRACTION, &cal, &config_for);
@@ -267,11 +272,12 @@ fn plan_budget(
         .map(|(f, s)| format!("1/{f} size {:.1} ms", s * 1e3))
         .collect();
     eprintln!(
-        "time budget {seconds:.0} s: calibrated in {:.1} s ({} a step at {} Gaussians); planned {steps} \
-         of {max_steps} steps, predicted {predicted:.0} s",
+        "time budget {seconds:.0} s: calibrated in {:.1} s ({} a step at {} Gaussians{}); planned \
+         {steps} of {max_steps} steps, predicted {predicted:.0} s",
         cal.seconds,
         rates.join(", "),
-        cal.initial
+        cal.initial,
+        if cal.resident { ", resident" } else { "" }
     );
     // Fewer steps than asked for are refused below MIN_STEPS (a run asked to be shorter is not).
     let useful = budget::MIN_STEPS.min(max_steps);

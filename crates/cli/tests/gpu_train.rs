@@ -234,6 +234,16 @@ fn presets_run_resident_on_the_gpu() {
     assert_eq!(g["num_gaussians"], c["num_gaussians"], "{g} {c}");
     let (pg, pc) = (g["psnr"].as_f64().unwrap(), c["psnr"].as_f64().unwrap());
     assert!((pg - pc).abs() < 0.2, "gpu {pg} vs cpu {pc}");
+    // A time budget calibrates the way the run trains: in resident blocks (1 s is too short here).
+    let mut budget = args("gpu");
+    budget.extend(["--time-budget".into(), "1s".into()]);
+    let out = splat(
+        &budget.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        dir.path(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("Gaussians, resident); planned"), "{err}");
 }
 
 /// `splat bench --backend gpu --json`: the resident counters at the top level (the sort's passes are

@@ -2,7 +2,8 @@
 //!
 //! The prediction comes from a calibration: a throwaway trainer on the run's own views and initial
 //! points times [`CALIBRATION_STEPS`] steps at each resolution the schedule uses (after
-//! [`CALIBRATION_WARMUP`] untimed ones), at the highest SH degree. A step's cost then grows with the
+//! [`CALIBRATION_WARMUP`] untimed ones; on a GPU, one resident block of them after one untimed block,
+//! as the run will train), at the highest SH degree. A step's cost then grows with the
 //! Gaussian count as `(n / n0)^COUNT_EXPONENT`: the step costs its Gaussian-pixel pairs, and as the
 //! count grows each Gaussian covers fewer pixels (BENCHMARKS.md, issue 22: cup's MCMC runs at 3.7x and
 //! 11x the initial count took 2.5x and 5.4x the initial step time, exponents 0.70 and 0.70). The count
@@ -21,6 +22,7 @@ use splat_render::Backend;
 
 use crate::config::{ResolutionLevel, Strategy, TrainConfig};
 use crate::mcmc::grown_count;
+use crate::resident::ResidentEngine;
 use crate::trainer::{StepPlan, TrainData, Trainer};
 
 /// Untimed steps before each level's timing.
@@ -43,6 +45,8 @@ pub struct Calibration {
     pub initial: usize,
     /// What the calibration took.
     pub seconds: f64,
+    /// Timed in resident blocks (the GPU's), as the run trains.
+    pub resident: bool,
 }
 
 impl Calibration {
@@ -54,12 +58,15 @@ impl Calibration {
     }
 }
 
-/// Times steps of `cfg` at each of its resolutions on a throwaway trainer.
-pub fn calibrate(
+/// Times steps of `cfg` at each of its resolutions on a throwaway trainer, in resident blocks on
+/// `resident` when the run will use one (a block of [`CALIBRATION_STEPS`] steps per level, after one of
+/// warm-up), else step by step on `backend`.
+pub fn calibrate<'a>(
     cfg: &TrainConfig,
-    data: TrainData<'_>,
+    data: TrainData<'a>,
     points: &Points,
-    backend: Box<dyn Backend + Send + '_>,
+    backend: Box<dyn Backend + Send + 'a>,
+    resident: Option<Box<dyn ResidentEngine + 'a>>,
 ) -> Calibration {
     let start = Instant::now();
     let mut factors: Vec<u32> = cfg
@@ -79,6 +86,14 @@ pub fn calibrate(
     };
     let mut trainer = Trainer::new(probe, data, points, backend);
     trainer.state.active_sh_degree = cfg.sh_degree;
+    let blocks = resident.is_some_and(|engine| trainer.with_resident(engine).is_ok());
+    // Blocks end at multiples of the timed steps, so a level's timing is whole blocks.
+    trainer.set_sync_every(CALIBRATION_STEPS);
+    let warmup = if blocks {
+        CALIBRATION_STEPS
+    } else {
+        CALIBRATION_WARMUP
+    };
     let initial = trainer.state.len();
     let mut seconds_per_step = Vec::new();
     for &f in &factors {
@@ -86,7 +101,10 @@ pub fn calibrate(
             from: 0,
             downscale: f,
         }];
-        for _ in 0..CALIBRATION_WARMUP {
+        for _ in 0..warmup {
+            let _ = trainer.step();
+        }
+        while !trainer.block_done() {
             let _ = trainer.step();
         }
         let t = Instant::now();
@@ -100,6 +118,7 @@ pub fn calibrate(
         seconds_per_step,
         initial,
         seconds: start.elapsed().as_secs_f64(),
+        resident: blocks,
     }
 }
 
@@ -165,6 +184,7 @@ mod tests {
             seconds_per_step: vec![(1, 0.02), (2, 0.006), (4, 0.002)],
             initial: 10_000,
             seconds: 0.5,
+            resident: false,
         }
     }
 
