@@ -177,11 +177,11 @@ fn mcmc_trains_alike_on_the_reference_and_cpu_backends() {
         m_cpu.psnr,
         m_ref.psnr
     );
-    // The regularizer is in the loss: at the first step 0.01 * mean opacity (0.5 at the start) plus
-    // 0.01 * mean scale (small: a tenth of the points' spacing).
+    // The reported loss is the photometric one (the regularizer acts on the gradients only, as on
+    // the GPU's resident path, which has no value for it).
     let s = &a[0];
     let reg = s.loss - (0.8 * s.l1 + 0.2 * (1.0 - s.ssim));
-    assert!((0.005..0.0075).contains(&reg), "regularizer {reg}");
+    assert!(reg.abs() < 1e-9, "loss {} = photometric + {reg}", s.loss);
 }
 
 #[test]
