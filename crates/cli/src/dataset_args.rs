@@ -8,7 +8,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
-use splat_io::dataset::{self, human_bytes, Dataset, DatasetFormat, LoadOptions};
+use splat_io::dataset::{
+    self, human_bytes, AlphaMode, Dataset, DatasetFormat, LoadOptions, MaskOptions,
+};
 use splat_train::config::Strategy;
 use splat_train::memory;
 use splat_train::preset::{SceneFacts, SceneFit};
@@ -53,6 +55,29 @@ pub struct DataArgs {
     /// with an error.
     #[arg(long)]
     pub skip_bad_images: bool,
+    /// Folder of masks (white = use the pixel, black = leave it out of the loss, the gradients and the
+    /// metrics); the mask of `images/NAME` is `NAME.png` (COLMAP's `masks/NAME.jpg.png`), `NAME`, or
+    /// `NAME` with a `.png` extension. Default: `masks/` in the dataset folder when there is one, and
+    /// transforms.json's per-frame `mask_path`. Images without a mask use every pixel.
+    #[arg(long, value_name = "DIR", conflicts_with = "no_masks")]
+    pub masks: Option<std::path::PathBuf>,
+    /// Ignore the dataset's masks.
+    #[arg(long)]
+    pub no_masks: bool,
+    /// Masks are the other way round: black = use, white = leave out.
+    #[arg(long)]
+    pub invert_masks: bool,
+    /// What the alpha channel of RGBA photos means: `background` composites them over the background
+    /// colour and trains against that; `mask` leaves pixels with alpha under one half out.
+    #[arg(long, value_enum, default_value_t = AlphaArg::Background)]
+    pub alpha_mode: AlphaArg,
+}
+
+#[derive(Clone, Copy, Debug, Default, ValueEnum)]
+pub enum AlphaArg {
+    #[default]
+    Background,
+    Mask,
 }
 
 impl DataArgs {
@@ -70,6 +95,15 @@ impl DataArgs {
             background: self.background.map(|b| b.map(|v| v as f32)),
             skip_bad_images: self.skip_bad_images,
             image_memory_budget: None,
+            masks: MaskOptions {
+                dir: self.masks.clone(),
+                ignore: self.no_masks,
+                invert: self.invert_masks,
+                alpha: match self.alpha_mode {
+                    AlphaArg::Background => AlphaMode::Background,
+                    AlphaArg::Mask => AlphaMode::Mask,
+                },
+            },
         })
     }
 }

@@ -7,6 +7,7 @@
 //! [`checkpoint`] (exact resume), [`eval`] (PSNR / SSIM on held-out views).
 
 pub mod adam;
+pub mod appearance;
 pub mod bench;
 pub mod budget;
 pub mod config;

@@ -65,6 +65,8 @@ pub struct SsimScratch<F> {
     /// Per-row sums of `(clamp(render, 0, 1) - target)^2`, for the training PSNR.
     sq_rows: Vec<f64>,
     level: Option<SimdLevel>,
+    /// With a mask: the render and the target with left-out pixels set to 0.
+    masked: [Vec<F>; 2],
 }
 
 /// One band's buffers: horizontally blurred rows (5 quantities x `BUF_ROWS` x `stride`) and zero-padded
@@ -128,6 +130,8 @@ struct Frame<'a, F> {
     h: usize,
     stride: usize,
     taps: [F; SSIM_WINDOW],
+    /// Per-pixel weight of the SSIM map (a mask); none: every pixel 1.
+    weight: Option<&'a [F]>,
 }
 
 /// Fills band rows `0 .. rows + 2 HALO` of `buf.rows` for quantities `0..n`: the horizontal blur of image
@@ -246,6 +250,15 @@ fn band_forward<F: Real>(
                     g[2][l] = ds_dsxy;
                 }
                 let n = LANES.min(w - x0);
+                if let Some(wt) = fr.weight {
+                    let wt = &wt[(y0 + j) * w + x0..][..n];
+                    for l in 0..n {
+                        map[l] *= wt[l];
+                        for gq in g.iter_mut() {
+                            gq[l] *= wt[l];
+                        }
+                    }
+                }
                 for l in 0..n {
                     lane_sums[l] += map[l].as_f64();
                 }
@@ -411,13 +424,64 @@ pub fn loss_grad_and_psnr<F: Real>(
     scratch: &mut SsimScratch<F>,
     grad: &mut Vec<F>,
 ) -> (LossValue, f64) {
+    loss_grad_and_psnr_masked(render, target, None, w, h, lambda, scratch, grad)
+}
+
+/// [`loss_grad_and_psnr`] over the pixels a mask keeps (`mask`: `w x h` weights, 1 kept and 0 left
+/// out). As gsplat: both images have the left-out pixels set to 0, L1 and the PSNR are means over the
+/// kept values, and SSIM is the mean of the map over the kept pixels; the gradient at a left-out pixel
+/// is 0 (so nothing there reaches the Gaussians or their densification statistics). A mask that keeps
+/// nothing gives a zero loss and gradient.
+#[allow(clippy::too_many_arguments)]
+pub fn loss_grad_and_psnr_masked<F: Real>(
+    render: &[F],
+    target: &[F],
+    mask: Option<&[F]>,
+    w: usize,
+    h: usize,
+    lambda: f64,
+    scratch: &mut SsimScratch<F>,
+    grad: &mut Vec<F>,
+) -> (LossValue, f64) {
+    let Some(mask) = mask else {
+        return loss_unmasked(render, target, w, h, lambda, scratch, grad, None);
+    };
+    assert_eq!(mask.len(), w * h, "mask size");
+    let mut masked = std::mem::take(&mut scratch.masked);
+    for (m, src) in masked.iter_mut().zip([render, target]) {
+        m.clear();
+        m.extend(src.iter().zip(mask.iter().flat_map(|&k| [k; 3])).map(|(&v, k)| v * k));
+    }
+    let out = loss_unmasked(&masked[0], &masked[1], w, h, lambda, scratch, grad, Some(mask));
+    scratch.masked = masked;
+    for (g, &k) in grad.chunks_exact_mut(3).zip(mask) {
+        for v in g {
+            *v *= k;
+        }
+    }
+    out
+}
+
+/// The loss and PSNR; with `weight`, means over its kept pixels (the images already zeroed there).
+#[allow(clippy::too_many_arguments)]
+fn loss_unmasked<F: Real>(
+    render: &[F],
+    target: &[F],
+    w: usize,
+    h: usize,
+    lambda: f64,
+    scratch: &mut SsimScratch<F>,
+    grad: &mut Vec<F>,
+    weight: Option<&[F]>,
+) -> (LossValue, f64) {
+    let values = 3.0 * weight.map_or((w * h) as f64, |m| m.iter().map(|v| v.as_f64()).sum());
     let n = w * h * 3;
     assert_eq!(render.len(), n);
     assert_eq!(target.len(), n);
     // Every element is written below: no clearing pass (only a new size fills).
     grad.resize(n, F::zero());
     scratch.ensure(w, h);
-    let inv_n = F::one() / F::c(n as f64);
+    let inv_n = F::one() / F::c(values.max(1.0));
     let l1_weight = F::c(1.0 - lambda);
     let row = (w * 3).max(1);
     grad.par_chunks_mut(row)
@@ -446,10 +510,10 @@ pub fn loss_grad_and_psnr<F: Real>(
             *l1_total = l1_sums.iter().sum();
             *sq_total = sq_sums.iter().sum();
         });
-    let l1 = scratch.l1_rows.iter().sum::<f64>() / n.max(1) as f64;
-    let mse = scratch.sq_rows.iter().sum::<f64>() / n.max(1) as f64;
-
-    let ssim = ssim_with_grad(render, target, w, h, scratch, Some((grad, F::c(-lambda))));
+    let l1 = scratch.l1_rows.iter().sum::<f64>() / values.max(1.0);
+    let mse = scratch.sq_rows.iter().sum::<f64>() / values.max(1.0);
+    let g = Some((grad, F::c(-lambda)));
+    let ssim = ssim_weighted(render, target, w, h, weight, scratch, g);
     let value = LossValue {
         loss: (1.0 - lambda) * l1 + lambda * (1.0 - ssim),
         l1,
@@ -474,6 +538,20 @@ pub fn ssim_with_grad<F: Real>(
     s: &mut SsimScratch<F>,
     grad: Option<(&mut Vec<F>, F)>,
 ) -> f64 {
+    ssim_weighted(a, b, w, h, None, s, grad)
+}
+
+/// [`ssim_with_grad`] with the SSIM map weighted per pixel by `weight` (`w x h` values, a mask's 0
+/// and 1): the weighted mean of the map, and its gradient.
+pub fn ssim_weighted<F: Real>(
+    a: &[F],
+    b: &[F],
+    w: usize,
+    h: usize,
+    weight: Option<&[F]>,
+    s: &mut SsimScratch<F>,
+    grad: Option<(&mut Vec<F>, F)>,
+) -> f64 {
     assert_eq!(a.len(), w * h * 3, "image size");
     assert_eq!(b.len(), w * h * 3, "image size");
     s.ensure(w, h);
@@ -488,7 +566,14 @@ pub fn ssim_with_grad<F: Real>(
         h,
         stride: s.stride,
         taps: gaussian_taps::<F>(),
+        weight,
     };
+    // The map's pixels that count, times the channels.
+    let count = 3.0 * weight.map_or((w * h) as f64, |m| m.iter().map(|v| v.as_f64()).sum());
+    if count == 0.0 {
+        // Nothing counts: no SSIM term and no gradient from it.
+        return 1.0;
+    }
     let want_grad = grad.is_some();
     let coeff_rows = BAND_ROWS * 3 * COEFFS * w;
     s.bands
@@ -502,7 +587,7 @@ pub fn ssim_with_grad<F: Real>(
     let total = s.row_totals.iter().sum::<f64>();
     if let Some((g, scale)) = grad {
         assert_eq!(g.len(), w * h * 3, "gradient size");
-        let k = scale / F::c((w * h * 3) as f64);
+        let k = scale / F::c(count);
         let coeffs = &s.coeffs;
         s.bands
             .par_iter_mut()
@@ -512,7 +597,7 @@ pub fn ssim_with_grad<F: Real>(
                 band_backward_at(level, &fr, band * BAND_ROWS, buf, coeffs, k, g);
             });
     }
-    total / (w * h * 3) as f64
+    total / count
 }
 
 /// Mean SSIM (no gradient).

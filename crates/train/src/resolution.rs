@@ -29,10 +29,12 @@ pub fn downscale_view(view: &View, factor: u32) -> View {
     camera.fy *= s;
     camera.cx *= s;
     camera.cy *= s;
+    let mask = (view.mask.as_ref()).map(|m| m.resampled(|g| downscale(g, f)));
     View {
         name: view.name.clone(),
         camera,
         image,
+        mask,
     }
 }
 
@@ -87,6 +89,7 @@ mod tests {
                 height: h,
                 data,
             },
+            mask: None,
         }
     }
 

@@ -44,8 +44,16 @@ impl Rgb8Image {
 
 /// Decodes an image file; RGBA is composited over `background` (the NeRF-synthetic convention).
 pub fn load_rgb(path: &Path, background: [f32; 3]) -> Result<Rgb8Image, DatasetError> {
+    Ok(load_rgb_alpha(path, background)?.0)
+}
+
+/// [`load_rgb`] and, for an image with an alpha channel, the alpha per pixel.
+pub fn load_rgb_alpha(
+    path: &Path,
+    background: [f32; 3],
+) -> Result<(Rgb8Image, Option<Vec<u8>>), DatasetError> {
     let bytes = std::fs::read(path).map_err(|e| DatasetError::io(path, e))?;
-    decode_rgb(&bytes, path, background)
+    decode_rgb_alpha(&bytes, path, background)
 }
 
 /// Decodes image bytes (PNG, JPEG, ...; `path` names them in errors). The decoder's default limits
@@ -55,31 +63,43 @@ pub fn decode_rgb(
     path: &Path,
     background: [f32; 3],
 ) -> Result<Rgb8Image, DatasetError> {
+    Ok(decode_rgb_alpha(bytes, path, background)?.0)
+}
+
+/// [`decode_rgb`] and the alpha channel when the image has one.
+pub fn decode_rgb_alpha(
+    bytes: &[u8],
+    path: &Path,
+    background: [f32; 3],
+) -> Result<(Rgb8Image, Option<Vec<u8>>), DatasetError> {
     let img = image::load_from_memory(bytes)
         .map_err(|e| DatasetError::invalid(path, format!("cannot decode image: {e}")))?;
     let (width, height) = (img.width(), img.height());
     if width == 0 || height == 0 {
         return Err(DatasetError::invalid(path, "image is empty"));
     }
-    let data = if img.color().has_alpha() {
+    let (data, alpha) = if img.color().has_alpha() {
         let rgba = img.to_rgba8();
         let mut out = Vec::with_capacity(width as usize * height as usize * 3);
+        let mut alpha = Vec::with_capacity(width as usize * height as usize);
         for p in rgba.pixels() {
             let a = p[3] as f32 / 255.0;
             for c in 0..3 {
                 let v = p[c] as f32 / 255.0 * a + background[c] * (1.0 - a);
                 out.push((v * 255.0).round().clamp(0.0, 255.0) as u8);
             }
+            alpha.push(p[3]);
         }
-        out
+        (out, Some(alpha))
     } else {
-        img.to_rgb8().into_raw()
+        (img.to_rgb8().into_raw(), None)
     };
-    Ok(Rgb8Image {
+    let image = Rgb8Image {
         width,
         height,
         data,
-    })
+    };
+    Ok((image, alpha))
 }
 
 /// Averages `factor x factor` blocks (the size is rounded down).

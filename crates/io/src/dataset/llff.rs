@@ -174,10 +174,11 @@ pub fn load_llff(root: &Path, opts: &LoadOptions) -> Result<Dataset, DatasetErro
                 distortion: [0.0; 4],
             },
             ref_size: (w, h),
+            mask: None,
         });
     }
     let background = opts.background.unwrap_or([0.0; 3]);
-    let views = load_views(pending, opts, background, &mut warnings, &mut notes)?;
+    let views = load_views(pending, opts, background, root, &mut warnings, &mut notes)?;
     let (train, test) = split_every_8th(views, opts.eval);
     let mut ds = Dataset {
         root: root.to_path_buf(),

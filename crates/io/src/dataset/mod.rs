@@ -7,6 +7,7 @@ pub mod colmap;
 pub mod demo;
 pub mod imageload;
 pub mod llff;
+pub mod masks;
 pub mod random_init;
 pub mod transforms;
 
@@ -17,6 +18,7 @@ use splat_core::Camera;
 
 pub use colmap::Points;
 pub use imageload::Rgb8Image;
+pub use masks::{AlphaMode, Mask, MaskOptions};
 
 /// A dataset problem, naming the file or folder.
 #[derive(Debug, thiserror::Error)]
@@ -123,6 +125,9 @@ pub struct LoadOptions {
     /// Refuse (before decoding) when the decoded images would take more bytes than this.
     #[serde(skip)]
     pub image_memory_budget: Option<u64>,
+    /// Where masks come from and what they mean ([`masks`]).
+    #[serde(default)]
+    pub masks: MaskOptions,
 }
 
 /// One posed image.
@@ -131,6 +136,8 @@ pub struct View {
     pub name: String,
     pub camera: Camera,
     pub image: Rgb8Image,
+    /// The pixels that count (none: all of them), at the image's size.
+    pub mask: Option<Mask>,
 }
 
 #[derive(Clone, Debug)]
@@ -260,6 +267,8 @@ pub(crate) struct PendingView {
     /// Intrinsics at the resolution `ref_size`; scaled to the image as decoded.
     pub intrinsics: imageload::Intrinsics,
     pub ref_size: (f64, f64),
+    /// Its mask file, when the dataset names one (transforms.json's `mask_path`).
+    pub mask: Option<PathBuf>,
 }
 
 /// Without `--downscale`, wider images are resized to this width.
@@ -280,88 +289,22 @@ pub fn decoded_size(w: u32, h: u32, downscale: Option<u32>) -> (u32, u32) {
     }
 }
 
-/// Decodes, downscales and undistorts pending views in parallel. Missing or unreadable images are
-/// skipped with a warning when others load; if none load, the first error is returned.
+/// Decodes, downscales and undistorts pending views (and their masks, [`masks`]) in parallel. Missing
+/// or unreadable images are skipped with a warning when others load; if none load, the first error is
+/// returned. `root` is the dataset folder (its `masks/` is the default mask folder).
 pub(crate) fn load_views(
-    pending: Vec<PendingView>,
+    mut pending: Vec<PendingView>,
     opts: &LoadOptions,
     background: [f32; 3],
+    root: &Path,
     warnings: &mut Vec<String>,
     notes: &mut Vec<String>,
 ) -> Result<Vec<View>, DatasetError> {
-    let factor = opts.downscale.unwrap_or(1);
-    if let Some(budget) = opts.image_memory_budget {
-        // From the image headers, before anything is decoded.
-        let needed: u64 = pending
-            .par_iter()
-            .filter_map(|p| image::image_dimensions(&p.path).ok())
-            .map(|(w, h)| {
-                let (w, h) = decoded_size(w, h, opts.downscale);
-                w as u64 * h as u64 * 3
-            })
-            .sum();
-        if needed > budget {
-            let dir = pending
-                .first()
-                .and_then(|p| p.path.parent())
-                .unwrap_or(Path::new("."));
-            return Err(DatasetError::TooLarge {
-                path: dir.to_path_buf(),
-                views: pending.len(),
-                needed,
-                budget,
-            });
-        }
-    }
+    check_memory(&pending, opts)?;
+    attach_masks(&mut pending, opts, root, notes)?;
     let results: Vec<Result<View, DatasetError>> = pending
         .into_par_iter()
-        .map(|p| {
-            let raw = imageload::load_rgb(&p.path, background)?;
-            let img = match opts.downscale {
-                // As the original: images wider than 1,600 pixels are brought to 1,600 unless a factor is given.
-                None if raw.width > MAX_DEFAULT_WIDTH => {
-                    imageload::resize_to_width(&raw, MAX_DEFAULT_WIDTH)
-                }
-                _ => imageload::downscale(&raw, factor),
-            };
-            let sx = img.width as f64 / p.ref_size.0;
-            let sy = img.height as f64 / p.ref_size.1;
-            if (sx - sy).abs() > 0.02 * sx.max(sy) {
-                return Err(DatasetError::invalid(
-                    &p.path,
-                    format!(
-                        "image is {} x {} but its camera is {} x {} (a different aspect ratio)",
-                        raw.width, raw.height, p.ref_size.0, p.ref_size.1
-                    ),
-                ));
-            }
-            let k = imageload::Intrinsics {
-                fx: p.intrinsics.fx * sx,
-                fy: p.intrinsics.fy * sy,
-                cx: p.intrinsics.cx * sx,
-                cy: p.intrinsics.cy * sy,
-                distortion: p.intrinsics.distortion,
-            };
-            let image = if k.distortion.iter().any(|&d| d != 0.0) {
-                imageload::undistort(&img, &k)
-            } else {
-                img
-            };
-            Ok(View {
-                name: p.name,
-                camera: Camera {
-                    width: image.width,
-                    height: image.height,
-                    fx: k.fx,
-                    fy: k.fy,
-                    cx: k.cx,
-                    cy: k.cy,
-                    rotation: p.rotation,
-                    translation: p.translation,
-                },
-                image,
-            })
-        })
+        .map(|p| load_view(p, opts, background))
         .collect();
     let mut views = Vec::new();
     let mut failed = Vec::new();
@@ -394,6 +337,7 @@ pub(crate) fn load_views(
             if failed.len() > 10 { "; ..." } else { "" }
         ));
     }
+    let factor = opts.downscale.unwrap_or(1);
     if factor > 1 {
         notes.push(format!("images downscaled by {factor}"));
     }
@@ -403,6 +347,144 @@ pub(crate) fn load_views(
         ));
     }
     Ok(views)
+}
+
+/// Refuses, from the image headers and before anything is decoded, images that would take more
+/// memory than the budget.
+fn check_memory(pending: &[PendingView], opts: &LoadOptions) -> Result<(), DatasetError> {
+    let Some(budget) = opts.image_memory_budget else {
+        return Ok(());
+    };
+    let needed: u64 = pending
+        .par_iter()
+        .filter_map(|p| image::image_dimensions(&p.path).ok())
+        .map(|(w, h)| {
+            let (w, h) = decoded_size(w, h, opts.downscale);
+            w as u64 * h as u64 * 3
+        })
+        .sum();
+    if needed > budget {
+        let dir = pending
+            .first()
+            .and_then(|p| p.path.parent())
+            .unwrap_or(Path::new("."));
+        return Err(DatasetError::TooLarge {
+            path: dir.to_path_buf(),
+            views: pending.len(),
+            needed,
+            budget,
+        });
+    }
+    Ok(())
+}
+
+/// Finds the mask file of each pending view without one (see [`masks`]); notes how many were found.
+fn attach_masks(
+    pending: &mut [PendingView],
+    opts: &LoadOptions,
+    root: &Path,
+    notes: &mut Vec<String>,
+) -> Result<(), DatasetError> {
+    if opts.masks.ignore {
+        for p in pending.iter_mut() {
+            p.mask = None;
+        }
+        return Ok(());
+    }
+    let named = pending.iter().filter(|p| p.mask.is_some()).count();
+    let Some(dir) = masks::mask_dir(root, &opts.masks)? else {
+        if named > 0 {
+            notes.push(format!(
+                "masks named by the dataset for {named} of {} images",
+                pending.len()
+            ));
+        }
+        return Ok(());
+    };
+    let names: Vec<String> = pending.iter().map(|p| p.name.clone()).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut found: Vec<Option<PathBuf>> = pending.iter_mut().map(|p| p.mask.take()).collect();
+    let note = masks::find_masks(&dir, &names, &mut found, opts.masks.dir.is_some())?;
+    for (p, f) in pending.iter_mut().zip(found) {
+        p.mask = f;
+    }
+    notes.extend(note);
+    Ok(())
+}
+
+/// Decodes one view's image (and mask), brings it to the loaded size and undistorts it.
+fn load_view(p: PendingView, opts: &LoadOptions, background: [f32; 3]) -> Result<View, DatasetError> {
+    let (raw, alpha) = imageload::load_rgb_alpha(&p.path, background)?;
+    let mask = match (&p.mask, opts.masks.alpha) {
+        (Some(path), _) => {
+            let m = masks::load_mask(path, opts.masks.invert)?;
+            if (m.width, m.height) != (raw.width, raw.height) {
+                return Err(DatasetError::invalid(
+                    path,
+                    format!(
+                        "mask is {} x {} but its image {} is {} x {}",
+                        m.width,
+                        m.height,
+                        p.path.display(),
+                        raw.width,
+                        raw.height
+                    ),
+                ));
+            }
+            Some(m)
+        }
+        (None, AlphaMode::Mask) => alpha.map(|a| Mask::from_levels(raw.width, raw.height, &a, false)),
+        (None, AlphaMode::Background) => None,
+    };
+    let resize = |img: &Rgb8Image| match opts.downscale {
+        // As the original: images wider than 1,600 pixels are brought to 1,600 unless a factor is given.
+        None if img.width > MAX_DEFAULT_WIDTH => imageload::resize_to_width(img, MAX_DEFAULT_WIDTH),
+        _ => imageload::downscale(img, opts.downscale.unwrap_or(1)),
+    };
+    let img = resize(&raw);
+    let sx = img.width as f64 / p.ref_size.0;
+    let sy = img.height as f64 / p.ref_size.1;
+    if (sx - sy).abs() > 0.02 * sx.max(sy) {
+        return Err(DatasetError::invalid(
+            &p.path,
+            format!(
+                "image is {} x {} but its camera is {} x {} (a different aspect ratio)",
+                raw.width, raw.height, p.ref_size.0, p.ref_size.1
+            ),
+        ));
+    }
+    let k = imageload::Intrinsics {
+        fx: p.intrinsics.fx * sx,
+        fy: p.intrinsics.fy * sy,
+        cx: p.intrinsics.cx * sx,
+        cy: p.intrinsics.cy * sy,
+        distortion: p.intrinsics.distortion,
+    };
+    let distorted = k.distortion.iter().any(|&d| d != 0.0);
+    let finish = |img: Rgb8Image| {
+        if distorted {
+            imageload::undistort(&img, &k)
+        } else {
+            img
+        }
+    };
+    let mask = mask.map(|m| m.resampled(|g| finish(resize(g))));
+    let image = finish(img);
+    Ok(View {
+        name: p.name,
+        camera: Camera {
+            width: image.width,
+            height: image.height,
+            fx: k.fx,
+            fy: k.fy,
+            cx: k.cx,
+            cy: k.cy,
+            rotation: p.rotation,
+            translation: p.translation,
+        },
+        image,
+        mask,
+    })
 }
 
 /// Every 8th view (sorted by name) is a test view when `eval`; otherwise all train.
@@ -508,6 +590,7 @@ fn colmap_views(
                 distortion: cam.distortion,
             },
             ref_size: (cam.width as f64, cam.height as f64),
+            mask: None,
         });
     }
     if pending.is_empty() {
@@ -570,7 +653,7 @@ fn load_colmap(root: &Path, opts: &LoadOptions) -> Result<Dataset, DatasetError>
         notes.push(note);
     }
     let background = opts.background.unwrap_or([0.0; 3]);
-    let views = load_views(pending, opts, background, &mut warnings, &mut notes)?;
+    let views = load_views(pending, opts, background, root, &mut warnings, &mut notes)?;
     let (train, test) = split_every_8th(views, opts.eval);
     let has_points = !recon.points.positions.is_empty();
     let mut ds = Dataset {

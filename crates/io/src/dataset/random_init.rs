@@ -383,6 +383,7 @@ mod tests {
                     data: vec![(i * 10) as u8; (camera.width * camera.height * 3) as usize],
                 },
                 camera,
+                mask: None,
             })
             .collect();
         Dataset {

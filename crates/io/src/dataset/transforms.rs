@@ -195,6 +195,11 @@ fn pending_from_json(
             translation,
             intrinsics: intr,
             ref_size: (ref_w, ref_h),
+            // nerfstudio's per-frame mask, relative to the file (a missing one is reported at load).
+            mask: frame
+                .get("mask_path")
+                .and_then(Value::as_str)
+                .map(|m| dir.join(m.trim_start_matches("./"))),
         });
     }
     if out.is_empty() {
@@ -252,7 +257,7 @@ pub fn load_nerf_synthetic(root: &Path, opts: &LoadOptions) -> Result<Dataset, D
         &file_image_size,
         opts.skip_bad_images,
     )?;
-    let mut train = load_views(pending, opts, background, &mut warnings, &mut notes)?;
+    let mut train = load_views(pending, opts, background, root, &mut warnings, &mut notes)?;
     let mut test = if test_path.is_file() {
         let test_json = read_json(&test_path)?;
         let pending = pending_from_json(
@@ -262,7 +267,7 @@ pub fn load_nerf_synthetic(root: &Path, opts: &LoadOptions) -> Result<Dataset, D
             &file_image_size,
             opts.skip_bad_images,
         )?;
-        load_views(pending, opts, background, &mut warnings, &mut notes)?
+        load_views(pending, opts, background, root, &mut warnings, &mut notes)?
     } else {
         warnings.push(format!("{} not found: no test views", test_path.display()));
         Vec::new()
@@ -305,7 +310,7 @@ pub fn load_transforms(root: &Path, opts: &LoadOptions) -> Result<Dataset, Datas
     {
         notes.push("undistorting to pinhole (k1 k2 p1 p2)".into());
     }
-    let views = load_views(pending, opts, background, &mut warnings, &mut notes)?;
+    let views = load_views(pending, opts, background, root, &mut warnings, &mut notes)?;
     let (train, test) = split_every_8th(views, opts.eval);
     let mut ds = Dataset {
         root: root.to_path_buf(),
