@@ -77,14 +77,22 @@ pub fn eval(args: EvalArgs) -> Result<()> {
         degree,
         |_, _| {},
     );
+    let cc = |c: Option<f64>| c.map_or("-".into(), |c| format!("{c:.2} dB"));
     for v in &m {
-        println!("{}: PSNR {:.2} dB, SSIM {:.4}", v.name, v.psnr, v.ssim);
+        println!(
+            "{}: PSNR {:.2} dB, SSIM {:.4}, cc-PSNR {}",
+            v.name,
+            v.psnr,
+            v.ssim,
+            cc(v.cc_psnr)
+        );
     }
     let (p, s) = means(&m);
     println!(
-        "mean over {} {} views: PSNR {p:.2} dB, SSIM {s:.4} ({} Gaussians)",
+        "mean over {} {} views: PSNR {p:.2} dB, SSIM {s:.4}, cc-PSNR {} ({} Gaussians)",
         m.len(),
         split,
+        cc(splat_train::eval::mean_cc_psnr(&m)),
         g.len()
     );
     Ok(())

@@ -57,6 +57,13 @@ pub struct TrainArgs {
     /// on the CPU here and cost quality on short runs; see NOTES.md); `--visible-adam` turns it on.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub visible_adam: Option<bool>,
+    /// A colour model per training photo, trained with the scene, for captures whose exposure or white
+    /// balance changes from photo to photo (phones, video): `affine` (a 3 x 4 colour matrix per photo),
+    /// `bilateral-grid` (a 16 x 16 x 8 grid of them over position and brightness, gsplat's), or `none`.
+    /// Test views and exported scenes use the scene's own colours; the colour-corrected PSNR says how
+    /// much of the error is colour alone. Runs on the host with a GPU (per stage, not resident).
+    #[arg(long, value_enum)]
+    pub appearance: Option<AppearanceArg>,
     /// Train for at most this long, e.g. `90s`, `5m`, `1h` (training only: loading and the final
     /// evaluation are not counted): a short calibration measures this machine's step on the data,
     /// the preset's schedule is planned to the most steps (up to its own or --iters) predicted to
@@ -238,6 +245,9 @@ fn train_config(args: &TrainArgs, iters: Option<u64>) -> Result<(TrainConfig, Op
     if let Some(on) = args.visible_adam {
         train.visible_adam = on;
     }
+    if let Some(a) = args.appearance {
+        train.appearance = a.kind();
+    }
     Ok((train, fit))
 }
 
@@ -347,8 +357,15 @@ fn print_result(metrics: Option<&Metrics>, dir: &Path, cfg: &RunConfig, suggest_
         return;
     };
     println!(
-        "{} views: PSNR {:.2} dB, SSIM {:.4}; {} Gaussians; {} steps in {:.1} s ({:.2} it/s)",
-        m.split, m.psnr, m.ssim, m.num_gaussians, m.iterations, m.train_seconds, m.its_per_second
+        "{} views: PSNR {:.2} dB, SSIM {:.4}, cc-PSNR {}; {} Gaussians; {} steps in {:.1} s ({:.2} it/s)",
+        m.split,
+        m.psnr,
+        m.ssim,
+        m.cc_psnr.map_or("-".into(), |c| format!("{c:.2} dB")),
+        m.num_gaussians,
+        m.iterations,
+        m.train_seconds,
+        m.its_per_second
     );
     if let Some(b) = &m.time_budget {
         println!(
@@ -372,5 +389,24 @@ fn print_result(metrics: Option<&Metrics>, dir: &Path, cfg: &RunConfig, suggest_
             crate::shell_word(dir),
             crate::shell_word(&cfg.data)
         );
+    }
+}
+
+/// `--appearance`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum AppearanceArg {
+    None,
+    Affine,
+    BilateralGrid,
+}
+
+impl AppearanceArg {
+    pub fn kind(self) -> splat_train::appearance::AppearanceKind {
+        use splat_train::appearance::AppearanceKind as K;
+        match self {
+            AppearanceArg::None => K::None,
+            AppearanceArg::Affine => K::Affine,
+            AppearanceArg::BilateralGrid => K::BilateralGrid,
+        }
     }
 }

@@ -17,6 +17,7 @@ fn base(dir: &Path, name: &str) -> PathBuf {
             views: 4,
             points: 40,
             seed: 3,
+            ..Default::default()
         },
     )
     .unwrap();

@@ -153,6 +153,7 @@ fn train_eval_render_and_resume_on_a_generated_capture() {
             views: 10,
             points: 300,
             seed: 1,
+            ..Default::default()
         },
     )
     .unwrap();
@@ -302,6 +303,7 @@ fn an_antialiased_run_is_evaluated_the_way_it_was_trained() {
             views: 12,
             points: 500,
             seed: 4,
+            ..Default::default()
         },
     )
     .unwrap();

@@ -138,6 +138,7 @@ fn train_exports_the_requested_formats() {
             views: 8,
             points: 200,
             seed: 2,
+            ..Default::default()
         },
     )
     .unwrap();

@@ -28,6 +28,7 @@ fn demo_data(
             views,
             points,
             seed,
+            ..Default::default()
         },
     )
     .unwrap();

@@ -121,6 +121,7 @@ fn sigkill_then_resume_gives_the_uninterrupted_result() {
             views: 8,
             points: 400,
             seed: 2,
+            ..Default::default()
         },
     )
     .unwrap();

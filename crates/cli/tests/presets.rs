@@ -33,6 +33,7 @@ fn data(dir: &Path) -> String {
             views: 12,
             points: 300,
             seed: 4,
+            ..Default::default()
         },
     )
     .unwrap();

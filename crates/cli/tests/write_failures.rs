@@ -25,6 +25,7 @@ fn dataset(dir: &Path) -> PathBuf {
             views: 6,
             points: 400,
             seed: 4,
+            ..Default::default()
         },
     )
     .unwrap();

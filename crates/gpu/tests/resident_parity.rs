@@ -24,6 +24,7 @@ fn demo(dir: &Path) -> Dataset {
             views: 12,
             points: 600,
             seed: 5,
+            ..Default::default()
         },
     )
 }
@@ -560,6 +561,7 @@ fn lowered_limits_change_nothing() {
         views: 12,
         points: 2500,
         seed: 5,
+        ..Default::default()
     };
     let ds = demo_with(tmp.path(), &opts);
     let cfg = config(29);
@@ -595,6 +597,7 @@ fn images_over_several_bindings_change_nothing() {
         views: 24,
         points: 600,
         seed: 9,
+        ..Default::default()
     };
     let ds = demo_with(tmp.path(), &opts);
     assert_eq!(ds.train.len(), 24);

@@ -23,6 +23,7 @@ fn demo(dir: &Path) -> Dataset {
         views: 12,
         points: 600,
         seed: 5,
+        ..Default::default()
     };
     write_demo_dataset(dir, &opts).unwrap();
     dataset::load(dir, &LoadOptions::default()).unwrap()

@@ -62,6 +62,7 @@ fn fixture(n: usize, w: u32, h: u32) -> Fixture {
         views: n,
         points: 50,
         seed: 3,
+        ..Default::default()
     };
     let cams = demo_cameras(&opts);
     let points = Points {

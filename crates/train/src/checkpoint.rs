@@ -7,12 +7,15 @@
 use splat_core::Gaussians;
 
 use crate::adam::AdamState;
+use crate::appearance::{AppearanceKind, AppearanceState};
 use crate::state::{TrainState, GROUPS};
 
 const MAGIC: &[u8; 8] = b"SPLATCK1";
 // 2: no generator state (views and split samples are functions of the seed and the step).
 // 3: the 3D filter sizes after the statistics (0 or one per Gaussian); version 2 files still read.
-const VERSION: u32 = 3;
+// 4: the per-image appearance models after them: `u32` kind (0 none), and when not none `u64` images,
+//    the parameters, the Adam step and moments; versions 2 and 3 read without models.
+const VERSION: u32 = 4;
 
 fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -65,6 +68,17 @@ pub fn to_bytes(s: &TrainState) -> Vec<u8> {
     w.f32s(&s.grad_count);
     w.f32s(&s.max_radii);
     w.f32s(&s.filter_3d);
+    match &s.appearance {
+        None => w.u32(0),
+        Some(a) => {
+            w.u32(a.kind.code());
+            w.u64(a.images as u64);
+            w.f32s(&a.params);
+            w.u64(a.adam.step);
+            w.f32s(&a.adam.m);
+            w.f32s(&a.adam.v);
+        }
+    }
     let sum = fnv1a(&w.0);
     w.u64(sum);
     w.0
@@ -159,6 +173,11 @@ pub fn from_bytes(b: &[u8]) -> Result<TrainState, String> {
     } else {
         Vec::new()
     };
+    let appearance = if version >= 4 {
+        read_appearance(&mut r, body.len())?
+    } else {
+        None
+    };
     if r.pos != body.len() {
         return Err("trailing bytes".into());
     }
@@ -171,5 +190,29 @@ pub fn from_bytes(b: &[u8]) -> Result<TrainState, String> {
         grad_count,
         max_radii,
         filter_3d,
+        appearance,
     })
+}
+
+fn read_appearance(r: &mut Reader, len: usize) -> Result<Option<AppearanceState>, String> {
+    let code = r.u32()?;
+    let kind = AppearanceKind::from_code(code).ok_or(format!("appearance model {code}"))?;
+    if kind == AppearanceKind::None {
+        return Ok(None);
+    }
+    let images = r.u64()? as usize;
+    let values = images
+        .checked_mul(kind.per_image())
+        .filter(|&v| v <= len / 4)
+        .ok_or("appearance models larger than the file")?;
+    let params = r.f32s(values, "appearance")?;
+    let step = r.u64()?;
+    let m = r.f32s(values, "appearance moments")?;
+    let v = r.f32s(values, "appearance moments")?;
+    Ok(Some(AppearanceState {
+        kind,
+        images,
+        params,
+        adam: AdamState { m, v, step },
+    }))
 }

@@ -139,6 +139,8 @@ pub struct TrainConfig {
     /// the step sees (projected radius 0) keeps its parameters and both moments; the step count, and
     /// so the bias correction, advances for all.
     pub visible_adam: bool,
+    /// A colour model per training image trained with the scene ([`crate::appearance`]).
+    pub appearance: crate::appearance::AppearanceKind,
 }
 
 impl Default for TrainConfig {
@@ -175,6 +177,7 @@ impl Default for TrainConfig {
             mip_filter: false,
             resolution_schedule: Vec::new(),
             visible_adam: false,
+            appearance: Default::default(),
         }
     }
 }

@@ -10,6 +10,9 @@ pub struct Metrics {
     /// Means over the evaluated views.
     pub psnr: f64,
     pub ssim: f64,
+    /// Mean colour-corrected PSNR ([`crate::eval`]); absent in files written before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc_psnr: Option<f64>,
     pub num_gaussians: usize,
     pub iterations: u64,
     pub train_seconds: f64,

@@ -61,5 +61,10 @@ pub fn state_checksum(state: &crate::state::TrainState) -> u64 {
         eat(&a.v);
     }
     eat(&state.grad_accum);
+    if let Some(a) = &state.appearance {
+        eat(&a.params);
+        eat(&a.adam.m);
+        eat(&a.adam.v);
+    }
     h ^ state.step
 }

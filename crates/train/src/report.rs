@@ -299,7 +299,7 @@ figcaption { font-size: 12px; color: #555; }
     );
     html += &format!(
         "<h1>splat training report</h1>\n<p id=\"summary\">{} steps in {:.1} s ({:.2} it/s) on the {} backend; {} Gaussians; \
-         {} split: PSNR <b>{:.2} dB</b>, SSIM <b>{:.4}</b>{}.</p>\n",
+         {} split: PSNR <b>{:.2} dB</b>, SSIM <b>{:.4}</b>{}{}.</p>\n",
         metrics.iterations,
         metrics.train_seconds,
         metrics.its_per_second,
@@ -308,6 +308,9 @@ figcaption { font-size: 12px; color: #555; }
         escape(&metrics.split),
         metrics.psnr,
         metrics.ssim,
+        metrics.cc_psnr.map_or(String::new(), |c| format!(
+            ", colour-corrected PSNR <b id=\"cc-psnr\">{c:.2} dB</b>"
+        )),
         if metrics.skipped_steps > 0 {
             format!("; {} non-finite steps skipped", metrics.skipped_steps)
         } else {
@@ -340,22 +343,27 @@ figcaption { font-size: 12px; color: #555; }
         html += "\n</div>\n";
     }
     html += &format!(
-        "<h2>Evaluation ({} views)</h2>\n<table id=\"metrics\"><thead><tr><th>view</th><th>PSNR (dB)</th><th>SSIM</th></tr></thead><tbody>\n",
+        "<h2>Evaluation ({} views)</h2>\n<table id=\"metrics\"><thead><tr><th>view</th><th>PSNR (dB)</th><th>SSIM</th><th>cc-PSNR (dB)</th></tr></thead><tbody>\n",
         escape(&metrics.split)
     );
     for v in &metrics.views {
         html += &format!(
-            "<tr class=\"view-metrics\"><td>{}</td><td data-value=\"{}\">{:.2}</td><td data-value=\"{}\">{:.4}</td></tr>\n",
+            "<tr class=\"view-metrics\"><td>{}</td><td data-value=\"{}\">{:.2}</td><td data-value=\"{}\">{:.4}</td>{}</tr>\n",
             escape(&v.name),
             v.psnr,
             v.psnr,
             v.ssim,
-            v.ssim
+            v.ssim,
+            cc_cell(v.cc_psnr, "td")
         );
     }
     html += &format!(
-        "<tr id=\"mean\"><th>mean</th><th data-value=\"{}\">{:.2}</th><th data-value=\"{}\">{:.4}</th></tr>\n</tbody></table>\n",
-        metrics.psnr, metrics.psnr, metrics.ssim, metrics.ssim
+        "<tr id=\"mean\"><th>mean</th><th data-value=\"{}\">{:.2}</th><th data-value=\"{}\">{:.4}</th>{}</tr>\n</tbody></table>\n",
+        metrics.psnr,
+        metrics.psnr,
+        metrics.ssim,
+        metrics.ssim,
+        cc_cell(metrics.cc_psnr, "th")
     );
     let shown = if views.len() < metrics.views.len() {
         format!(
@@ -429,5 +437,13 @@ mod tests {
         assert_eq!(heat_colour(0.0), [0, 0, 5]);
         assert_eq!(heat_colour(1.0), heat_colour(7.0));
         assert_eq!(heat_colour(f32::NAN), heat_colour(1.0));
+    }
+}
+
+/// A table cell with a colour-corrected PSNR (`-` for files written before it was measured).
+fn cc_cell(cc: Option<f64>, tag: &str) -> String {
+    match cc {
+        Some(c) => format!("<{tag} data-value=\"{c}\">{c:.2}</{tag}>"),
+        None => format!("<{tag}>-</{tag}>"),
     }
 }

@@ -31,6 +31,8 @@ pub struct TrainState {
     pub max_radii: Vec<f32>,
     /// Mip-Splatting's 3D filter size per Gaussian (empty without `--mip-filter`, see [`crate::mip`]).
     pub filter_3d: Vec<f32>,
+    /// The per-image colour models and their Adam state (none without `--appearance`).
+    pub appearance: Option<crate::appearance::AppearanceState>,
 }
 
 /// The flattened parameters of group `g`.
@@ -66,6 +68,7 @@ impl TrainState {
             grad_count: vec![0.0; n],
             max_radii: vec![0.0; n],
             filter_3d: Vec::new(),
+            appearance: None,
         }
     }
 

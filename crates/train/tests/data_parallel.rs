@@ -99,6 +99,7 @@ fn dataset(dir: &Path) -> Dataset {
             views: 12,
             points: 400,
             seed: 5,
+            ..Default::default()
         },
     )
     .unwrap();

@@ -48,6 +48,7 @@ fn steady_state_steps_do_not_allocate() {
         views: 6,
         points: 2000,
         seed: 4,
+        ..Default::default()
     };
     write_demo_dataset(tmp.path(), &opts).unwrap();
     let ds = dataset::load(tmp.path(), &LoadOptions::default()).unwrap();

@@ -89,6 +89,7 @@ fn demo(dir: &Path) -> (Dataset, LoadOptions) {
         views: 4,
         points: 300,
         seed: 3,
+        ..Default::default()
     };
     write_demo_dataset(dir, &opts).unwrap();
     let load = LoadOptions::default();

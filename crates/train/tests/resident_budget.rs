@@ -47,6 +47,7 @@ fn demo(dir: &std::path::Path) -> Dataset {
         views: 3,
         points: 300,
         seed: 2,
+        ..Default::default()
     };
     write_demo_dataset(dir, &opts).unwrap();
     dataset::load(dir, &LoadOptions::default()).unwrap()

@@ -22,6 +22,7 @@ fn demo(dir: &Path, points: usize) -> (Dataset, LoadOptions) {
         views: 12,
         points,
         seed: 5,
+        ..Default::default()
     };
     write_demo_dataset(dir, &opts).unwrap();
     let load = LoadOptions {

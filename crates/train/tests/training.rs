@@ -44,6 +44,7 @@ fn resumed_run_is_bitwise_identical_to_an_uninterrupted_one() {
         views: 12,
         points: 800,
         seed: 5,
+        ..Default::default()
     };
     let (ds, load) = demo_dataset(&tmp.path().join("data"), opts);
     let cfg = RunConfig {
@@ -117,6 +118,7 @@ fn the_demo_scene_trains_to_a_useful_psnr() {
         views: 24,
         points: 3000,
         seed: 7,
+        ..Default::default()
     };
     let (ds, load) = demo_dataset(&tmp.path().join("data"), opts);
     let cfg = RunConfig {
@@ -159,6 +161,7 @@ fn degenerate_gaussians_do_not_poison_a_step_and_non_finite_steps_are_skipped() 
         views: 8,
         points: 300,
         seed: 2,
+        ..Default::default()
     };
     let (ds, _) = demo_dataset(&tmp.path().join("data"), opts);
     // No densification here, so indices stay put.
@@ -227,6 +230,7 @@ fn the_last_iteration_neither_densifies_nor_resets_opacity() {
         views: 6,
         points: 300,
         seed: 9,
+        ..Default::default()
     };
     let (ds, _) = demo_dataset(&tmp.path().join("data"), opts);
     // Both schedules fall on iteration 60, the last one.

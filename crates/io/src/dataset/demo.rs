@@ -15,6 +15,7 @@ use splat_core::math::mat_to_quat;
 use splat_core::Camera;
 
 use super::colmap::{write, ColmapImage, Points};
+use super::demo_variants::{vary, DemoVariant};
 use super::DatasetError;
 use crate::write_atomic;
 
@@ -26,6 +27,8 @@ pub struct DemoOptions {
     pub views: usize,
     pub points: usize,
     pub seed: u64,
+    /// Exposure changes or a moving object in the training photos ([`super::demo_variants`]).
+    pub variant: DemoVariant,
 }
 
 impl Default for DemoOptions {
@@ -36,6 +39,7 @@ impl Default for DemoOptions {
             views: 32,
             points: 6000,
             seed: 7,
+            variant: DemoVariant::Plain,
         }
     }
 }
@@ -360,7 +364,10 @@ pub fn write_demo_dataset(root: &Path, opts: &DemoOptions) -> Result<(), Dataset
     let mut names = Vec::new();
     for (i, cam) in cams.iter().enumerate() {
         let name = format!("view_{i:03}.png");
-        let rgb = render_view(cam);
+        let mut rgb = render_view(cam);
+        if let Some(mask) = vary(opts.variant, opts.seed, i, &mut rgb, cam.width, cam.height) {
+            write_mask(&root.join("masks").join(format!("{name}.png")), cam, mask)?;
+        }
         let path = images_dir.join(&name);
         let png = crate::images::png_bytes(
             cam.width,
@@ -373,6 +380,18 @@ pub fn write_demo_dataset(root: &Path, opts: &DemoOptions) -> Result<(), Dataset
     }
     write_pinhole_model(&model_dir, &cams, &names, &demo_points(opts))?;
     Ok(())
+}
+
+/// Writes a mask (one byte per pixel) as a grey PNG, making its folder.
+fn write_mask(path: &Path, cam: &Camera, mask: Vec<u8>) -> Result<(), DatasetError> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| DatasetError::io(dir, e))?;
+    }
+    let img = image::GrayImage::from_raw(cam.width, cam.height, mask).expect("mask of the view's size");
+    let mut png = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut png, image::ImageFormat::Png)
+        .map_err(|e| DatasetError::invalid(path, e.to_string()))?;
+    write_atomic(path, png.get_ref()).map_err(|e| DatasetError::io(path, e))
 }
 
 /// Size and number of the photo capture's views (the input of `splat prepare`'s tests).
@@ -411,6 +430,7 @@ pub fn write_demo_photos(dir: &Path, opts: &PhotoOptions) -> Result<Vec<Camera>,
         views: opts.views,
         points: 0,
         seed: opts.seed,
+        variant: DemoVariant::Plain,
     });
     cams.par_iter().enumerate().try_for_each(|(i, cam)| {
         let rgb = render_view_with(cam, true);

@@ -5,6 +5,7 @@
 
 pub mod colmap;
 pub mod demo;
+pub mod demo_variants;
 pub mod imageload;
 pub mod llff;
 pub mod masks;

@@ -61,6 +61,7 @@ impl Running<'_> {
         let metrics = Metrics {
             psnr,
             ssim,
+            cc_psnr: crate::eval::mean_cc_psnr(&view_metrics),
             num_gaussians: gaussians.len(),
             iterations: step,
             train_seconds,

@@ -57,9 +57,13 @@ impl<'a> Trainer<'a> {
         if self.cfg.batch > 1 || self.collective.size() > 1 {
             return Err("resident blocks run one view per step on one rank".into());
         }
+        let masked = self.views.iter().any(|v| v.mask.is_some());
+        let appearance = self.cfg.appearance != crate::appearance::AppearanceKind::None;
         let host_only: Vec<&str> = [
             (self.cfg.absgrad, "--absgrad"),
             (self.cfg.mip_filter, "--mip-filter"),
+            (appearance, "--appearance"),
+            (masked, "masks"),
         ]
         .iter()
         .filter(|(on, _)| *on)

@@ -21,6 +21,7 @@
 
 mod blocks;
 mod outcome;
+mod photometric;
 mod plan;
 mod step;
 
@@ -94,6 +95,12 @@ pub struct Trainer<'a> {
     scaled: crate::resolution::ScaledViews,
     /// With visible-only Adam: 1 for a Gaussian some view of the step (on any rank) sees, else 0.
     seen: Vec<f32>,
+    /// The per-pixel weights of the current view's mask.
+    mask_weights: Vec<f32>,
+    /// The appearance models' buffers ([`crate::appearance::Appearance`]) and the step's gradient of
+    /// every image's model.
+    appearance: crate::appearance::Appearance,
+    appearance_grads: Vec<f32>,
 }
 
 /// Steps between recomputations of the 3D filter after densification stops (Mip-Splatting's).
@@ -153,8 +160,12 @@ impl<'a> Trainer<'a> {
             mip_saved: Default::default(),
             scaled: Default::default(),
             seen: Vec::new(),
+            mask_weights: Vec::new(),
+            appearance: Default::default(),
+            appearance_grads: Vec::new(),
         }
         .with_filter_sizes()
+        .with_appearance()
     }
 
     /// With `--mip-filter`, gives a state without filter sizes (a fresh run, or a checkpoint from a

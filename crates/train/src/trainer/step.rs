@@ -15,7 +15,7 @@ use super::{Trainer, MIP_FILTER_INTERVAL};
 use crate::adam::ShGradSource;
 use crate::config::Strategy;
 use crate::densify;
-use crate::loss::{loss_grad_and_psnr, LossValue};
+use crate::loss::LossValue;
 use crate::mcmc;
 use crate::state::{group_params, GROUPS, SH_DC, SH_REST};
 
@@ -87,6 +87,7 @@ impl<'a> Trainer<'a> {
             self.seen.clear();
             self.seen.resize(self.state.len(), 0.0);
         }
+        self.clear_appearance_grads();
         let mut local_views = 0;
         for j in 0..self.cfg.batch.max(1) {
             let vi = self.view_of(work.plan.it, j);
@@ -122,8 +123,9 @@ impl<'a> Trainer<'a> {
     /// ([`crate::adam::AdamState::update_formed`]).
     fn view_pass(&mut self, vi: usize, sh_grads: bool, times: &mut StageTimes) -> (LossValue, f64) {
         let view = &self.scaled.of(self.views)[vi];
-        let cam = &view.camera;
         view.image.to_f32(&mut self.target);
+        // A copy (plain numbers): the loss below borrows the trainer mutably.
+        let cam = &self.scaled.of(self.views)[vi].camera.clone();
         let mut settings = RenderSettings::new(self.state.active_sh_degree);
         settings.background = self.background;
         settings.sh_grads = sh_grads;
@@ -139,19 +141,11 @@ impl<'a> Trainer<'a> {
         times.add_render(&self.buffers.timings);
         let (w, h) = (cam.width as usize, cam.height as usize);
         let t_loss = Instant::now();
-        let (lv, train_psnr) = loss_grad_and_psnr(
-            &self.buffers.raster.image,
-            &self.target,
-            w,
-            h,
-            self.cfg.lambda_dssim,
-            &mut self.ssim,
-            &mut self.grad_image,
-        );
+        let (lv, train_psnr) = self.photometric(vi, w, h);
         times.loss += t_loss.elapsed();
         splat_render::backward(
             self.backend.as_mut(),
-            g,
+            &self.state.gaussians,
             cam,
             &settings,
             &self.grad_image,
@@ -220,6 +214,7 @@ impl<'a> Trainer<'a> {
             if self.cfg.visible_adam {
                 self.collective.max_f32(&mut self.seen);
             }
+            self.collective.sum_f32(&mut self.appearance_grads);
             self.collective.sum_f64(&mut work.sums);
             work.stats.times.densify += t.elapsed();
         }
@@ -240,7 +235,7 @@ impl<'a> Trainer<'a> {
         } else {
             all_finite(&self.batch_grads)
         };
-        work.stats.loss.is_finite() && grads_ok
+        work.stats.loss.is_finite() && grads_ok && self.appearance_grads_finite()
     }
 
     /// A step whose loss or gradients are not finite changes nothing (counted in `skipped_steps`); too
@@ -328,6 +323,7 @@ impl<'a> Trainer<'a> {
                     None => adam.update_with_betas(params, grad, lr, betas),
                 }
             }
+            self.optimize_appearance(work.plan.it);
         }
         work.stats.times.adam = t.elapsed();
     }

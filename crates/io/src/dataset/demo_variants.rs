@@ -1,0 +1,127 @@
+//! Variants of the demo capture with a known truth, for what real captures bring
+//! (`splat demo --variant`):
+//! - `exposure`: every training photo with its own exposure (2^u, u uniform in [-1, 1] stops) and white
+//!   balance (each channel times a factor in [0.85, 1.15]), applied to the 8-bit values and clipped, as a
+//!   phone's auto-exposure does; the test views (every 8th) keep the neutral appearance.
+//! - `mover`: half of the training photos with an object that is somewhere else in each (a shaded
+//!   disc, a passer-by), and `masks/NAME.png` for every image leaving it out (the disc grown by 2
+//!   pixels; the other masks all white); the test views are clean.
+//!
+//! Everything is drawn from the demo's seed and the view index, so a variant is the same bits on every
+//! run.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// What is done to the demo's training photos.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DemoVariant {
+    #[default]
+    Plain,
+    Exposure,
+    Mover,
+}
+
+/// Whether view `i` of the demo is a test view (the loaders hold out every 8th by name).
+pub fn is_test_view(i: usize) -> bool {
+    i.is_multiple_of(8)
+}
+
+/// The per-channel gains of view `i` in the `exposure` variant (1 for test views).
+pub fn exposure_gains(seed: u64, i: usize) -> [f64; 3] {
+    if is_test_view(i) {
+        return [1.0; 3];
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xe7b0_5e00 ^ (i as u64) << 20);
+    let stops: f64 = rng.random_range(-1.0..1.0);
+    std::array::from_fn(|_| 2f64.powf(stops) * rng.random_range(0.85..1.15))
+}
+
+/// Applies the variant to view `i`'s photo (`w x h` RGB); returns its mask (one byte per pixel, 255
+/// kept) when the variant writes masks.
+pub fn vary(variant: DemoVariant, seed: u64, i: usize, rgb: &mut [u8], w: u32, h: u32) -> Option<Vec<u8>> {
+    match variant {
+        DemoVariant::Plain => None,
+        DemoVariant::Exposure => {
+            let g = exposure_gains(seed, i);
+            for px in rgb.chunks_exact_mut(3) {
+                for c in 0..3 {
+                    px[c] = (px[c] as f64 * g[c]).round().clamp(0.0, 255.0) as u8;
+                }
+            }
+            None
+        }
+        DemoVariant::Mover => Some(paint_mover(seed, i, rgb, w, h)),
+    }
+}
+
+/// Paints the moving object into training views with an odd index; returns the mask.
+fn paint_mover(seed: u64, i: usize, rgb: &mut [u8], w: u32, h: u32) -> Vec<u8> {
+    let (w, h) = (w as usize, h as usize);
+    let mut mask = vec![255u8; w * h];
+    if is_test_view(i) || i % 2 == 0 {
+        return mask;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x0b1e_c700 ^ (i as u64) << 20);
+    let r = rng.random_range(0.15..0.25) * h as f64;
+    let cx = rng.random_range(r..w as f64 - r);
+    let cy = rng.random_range(r..h as f64 - r);
+    let colour = [
+        rng.random_range(150.0..230.0),
+        rng.random_range(20.0..80.0),
+        rng.random_range(20.0..120.0),
+    ];
+    for y in 0..h {
+        for x in 0..w {
+            let (dx, dy) = (x as f64 + 0.5 - cx, y as f64 + 0.5 - cy);
+            let d = (dx * dx + dy * dy).sqrt();
+            if d < r {
+                // Lit from the upper left.
+                let shade = 0.6 + 0.4 * (1.0 - ((dx + dy) / (2.0 * r) + 0.5).clamp(0.0, 1.0));
+                for c in 0..3 {
+                    rgb[(y * w + x) * 3 + c] = (colour[c] * shade).round() as u8;
+                }
+            }
+            if d < r + 2.0 {
+                mask[y * w + x] = 0;
+            }
+        }
+    }
+    mask
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposure_stays_in_the_stated_ranges_and_spares_test_views() {
+        assert_eq!(exposure_gains(7, 8), [1.0; 3]);
+        let mut spread = (f64::MAX, f64::MIN);
+        for i in (0..64).filter(|&i| !is_test_view(i)) {
+            for g in exposure_gains(7, i) {
+                assert!((0.5 * 0.85..=2.0 * 1.15).contains(&g), "{g}");
+                spread = (spread.0.min(g), spread.1.max(g));
+            }
+        }
+        assert!(spread.0 < 0.6 && spread.1 > 1.7, "{spread:?}");
+    }
+
+    #[test]
+    fn the_mover_is_masked_where_it_is_painted() {
+        let (w, h) = (40u32, 30u32);
+        let mut rgb = vec![100u8; (w * h * 3) as usize];
+        let before = rgb.clone();
+        let mask = vary(DemoVariant::Mover, 7, 3, &mut rgb, w, h).unwrap();
+        let painted = (0..(w * h) as usize).filter(|&p| rgb[p * 3..p * 3 + 3] != before[p * 3..p * 3 + 3]);
+        let mut n = 0;
+        for p in painted {
+            assert_eq!(mask[p], 0);
+            n += 1;
+        }
+        assert!(n > 50, "{n} pixels painted");
+        let mut clean = vec![100u8; (w * h * 3) as usize];
+        let m = vary(DemoVariant::Mover, 7, 8, &mut clean, w, h).unwrap();
+        assert!(m.iter().all(|&k| k == 255) && clean == before);
+    }
+}
