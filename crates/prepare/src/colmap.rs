@@ -62,6 +62,8 @@ pub struct ColmapSettings {
     pub vocab_tree: Option<PathBuf>,
     /// Threads COLMAP uses (`-1`: all).
     pub threads: i64,
+    /// Masks (`NAME.png` per image, black = no features there), COLMAP's `ImageReader.mask_path`.
+    pub mask_path: Option<PathBuf>,
 }
 
 fn arg(name: &str, value: impl std::fmt::Display) -> [String; 2] {
@@ -93,20 +95,21 @@ pub fn extract_features(
         stage: "features",
         total: count as u64,
     });
-    let args = command(
-        "feature_extractor",
-        &[
-            arg("database_path", path_str(db)),
-            arg("image_path", path_str(images)),
+    let mut options = vec![
+        arg("database_path", path_str(db)),
+        arg("image_path", path_str(images)),
             arg(
                 "ImageReader.camera_model",
                 settings.camera_model.colmap_name(),
             ),
             arg("ImageReader.single_camera", settings.single_camera as u8),
-            arg("SiftExtraction.use_gpu", 0),
-            arg("SiftExtraction.num_threads", settings.threads),
-        ],
-    );
+        arg("SiftExtraction.use_gpu", 0),
+        arg("SiftExtraction.num_threads", settings.threads),
+    ];
+    if let Some(m) = &settings.mask_path {
+        options.push(arg("ImageReader.mask_path", path_str(m)));
+    }
+    let args = command("feature_extractor", &options);
     let mut features = Vec::new();
     run(colmap, &args, log, &mut |line| {
         if let Some((done, _)) = bracket_count(line, "Processed file") {

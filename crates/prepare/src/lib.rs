@@ -20,6 +20,7 @@
 pub mod align;
 pub mod colmap;
 pub mod loops;
+pub mod masks;
 pub mod pyramid;
 pub mod sharpness;
 pub mod tools;
@@ -176,11 +177,12 @@ pub struct Summary {
 }
 
 /// What `DATASET` holds that splat prepare writes.
-const OURS: [&str; 7] = [
+const OURS: [&str; 8] = [
     "prepare.log",
     "colmap",
     "sparse",
     "images",
+    "masks",
     "images_2",
     "images_4",
     "images_8",
@@ -238,8 +240,8 @@ fn make_room(out: &Path, photos_in_place: bool) -> Result<(), PrepareError> {
     for entry in entries {
         let entry = entry.map_err(|e| PrepareError::io(out, e))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let allowed =
-            (name == "images" && photos_in_place) || (ours && OURS.contains(&name.as_str()));
+        let in_place = photos_in_place && (name == "images" || name == "masks");
+        let allowed = in_place || (ours && OURS.contains(&name.as_str()));
         if !allowed {
             return Err(PrepareError::NotOurs {
                 path: out.to_path_buf(),
@@ -248,7 +250,7 @@ fn make_room(out: &Path, photos_in_place: bool) -> Result<(), PrepareError> {
         }
     }
     for name in OURS.iter().skip(1) {
-        if *name == "images" && photos_in_place {
+        if (*name == "images" || *name == "masks") && photos_in_place {
             continue;
         }
         let p = out.join(name);
@@ -302,12 +304,21 @@ pub fn prepare(
         events,
         seconds: Vec::new(),
     };
+    let masks_from = match &source {
+        Source::Photos { dir, .. } => masks::find_input_masks(input, dir),
+        Source::Video(_) => None,
+    };
     let (names, is_video) = run.gather(source, video_tools, in_place, opts.frames)?;
+    let mask_path = match masks_from {
+        Some(from) => masks::copy_masks(&from, &out.join("masks"), &run.images, &names, run.events)?,
+        None => None,
+    };
     let settings = colmap::ColmapSettings {
         camera_model: opts.camera_model,
         single_camera: opts.single_camera && same_size(&run.images, &names, run.events)?,
         vocab_tree: opts.vocab_tree.clone(),
         threads: opts.threads.map_or(-1, |t| t as i64),
+        mask_path,
     };
     let matcher = opts
         .matcher

@@ -129,6 +129,20 @@ pub fn load_mask(path: &Path, invert: bool) -> Result<Mask, DatasetError> {
     ))
 }
 
+/// A mask at a whole multiple of its image's size (the full-size mask of `images_4/NAME`, say) brought
+/// to the image's size the way the image was (blocks averaged, the size rounded down); others as they are.
+pub fn to_image_size(m: Mask, width: u32, height: u32) -> Mask {
+    if (m.width, m.height) == (width, height) || width == 0 || height == 0 {
+        return m;
+    }
+    let f = m.width / width;
+    if f >= 2 && m.width / f == width && m.height / f == height {
+        m.resampled(|g| super::imageload::downscale(g, f))
+    } else {
+        m
+    }
+}
+
 /// The files that may hold the mask of image `name` in `dir`, in the order they are tried.
 pub fn candidates(dir: &Path, name: &str) -> Vec<PathBuf> {
     let mut names = vec![name.to_string()];

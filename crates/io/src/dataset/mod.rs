@@ -419,11 +419,12 @@ fn load_view(p: PendingView, opts: &LoadOptions, background: [f32; 3]) -> Result
     let mask = match (&p.mask, opts.masks.alpha) {
         (Some(path), _) => {
             let m = masks::load_mask(path, opts.masks.invert)?;
+            let m = masks::to_image_size(m, raw.width, raw.height);
             if (m.width, m.height) != (raw.width, raw.height) {
                 return Err(DatasetError::invalid(
                     path,
                     format!(
-                        "mask is {} x {} but its image {} is {} x {}",
+                        "mask is {} x {} but its image {} is {} x {} (nor a whole multiple of it)",
                         m.width,
                         m.height,
                         p.path.display(),
