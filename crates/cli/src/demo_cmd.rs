@@ -42,6 +42,9 @@ pub struct DemoArgs {
     /// A colour model per training photo (as `splat train --appearance`).
     #[arg(long, value_enum)]
     pub appearance: Option<crate::train_cmd::AppearanceArg>,
+    /// Size of the photos, `WIDTHxHEIGHT` (32 views).
+    #[arg(long, value_parser = parse_size, default_value = "160x120")]
+    pub size: (u32, u32),
     /// Only write the dataset (to DIR/dataset), for `splat train` to use.
     #[arg(long)]
     pub dataset_only: bool,
@@ -69,6 +72,8 @@ pub fn demo(args: DemoArgs) -> Result<()> {
         &data,
         &DemoOptions {
             variant,
+            width: args.size.0,
+            height: args.size.1,
             ..DemoOptions::default()
         },
     )?;
@@ -126,4 +131,19 @@ pub fn demo(args: DemoArgs) -> Result<()> {
         crate::shell_word(&data)
     );
     Ok(())
+}
+
+/// `WIDTHxHEIGHT`, each 16 to 4096.
+fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("{s:?}: expected WIDTHxHEIGHT, e.g. 320x240"))?;
+    let side = |v: &str| {
+        v.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (16..=4096).contains(n))
+            .ok_or_else(|| format!("{s:?}: each side must be a whole number from 16 to 4096"))
+    };
+    Ok((side(w)?, side(h)?))
 }

@@ -347,3 +347,50 @@ fn gpu_bench_reports_the_counters() {
         "{err}"
     );
 }
+
+/// Masks and an appearance model on the GPU: the run says it goes per stage (the loss and the models on
+/// the host, the rasterizer on the device) and ends within rounding drift of the CPU's.
+#[test]
+fn masks_and_appearance_run_per_stage_on_the_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let opts = splat_io::dataset::demo::DemoOptions {
+        width: 64,
+        height: 48,
+        views: 12,
+        points: 400,
+        seed: 3,
+        variant: splat_io::dataset::demo_variants::DemoVariant::Mover,
+    };
+    splat_io::dataset::demo::write_demo_dataset(&data, &opts).unwrap();
+    let d = data.to_str().unwrap();
+    let run = |backend: &str| {
+        let out = format!("app-{backend}");
+        let args = [
+            "train", d, "--preset", "fast", "--iters", "60", "--eval", "--appearance", "affine",
+            "--out", &out, "--backend", backend,
+        ];
+        splat(&args, dir.path())
+    };
+    let out = run("gpu");
+    if no_gpu(&out) {
+        return;
+    }
+    let err = ok(&out);
+    assert!(
+        err.contains("not resident (--appearance, masks run on the host)"),
+        "{err}"
+    );
+    assert!(err.contains("masks from"), "{err}");
+    ok(&run("cpu"));
+    let metrics = |p: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(dir.path().join(p).join("metrics.json")).unwrap())
+            .unwrap()
+    };
+    let (g, c) = (metrics("app-gpu"), metrics("app-cpu"));
+    assert_eq!(g["num_gaussians"], c["num_gaussians"], "{g} {c}");
+    for key in ["psnr", "cc_psnr"] {
+        let (a, b) = (g[key].as_f64().unwrap(), c[key].as_f64().unwrap());
+        assert!((a - b).abs() < 0.2, "{key}: gpu {a} vs cpu {b}");
+    }
+}
