@@ -367,8 +367,19 @@ fn masks_and_appearance_run_per_stage_on_the_gpu() {
     let run = |backend: &str| {
         let out = format!("app-{backend}");
         let args = [
-            "train", d, "--preset", "fast", "--iters", "60", "--eval", "--appearance", "affine",
-            "--out", &out, "--backend", backend,
+            "train",
+            d,
+            "--preset",
+            "fast",
+            "--iters",
+            "60",
+            "--eval",
+            "--appearance",
+            "affine",
+            "--out",
+            &out,
+            "--backend",
+            backend,
         ];
         splat(&args, dir.path())
     };

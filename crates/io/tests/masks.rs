@@ -36,7 +36,11 @@ fn colmap_masks_are_found_inverted_downscaled_or_ignored() {
     let dir = tempfile::tempdir().unwrap();
     let root = demo(dir.path(), DemoVariant::Mover);
     let ds = load(&root, MaskOptions::default()).unwrap();
-    assert!(ds.notes.iter().any(|n| n.contains("for all 9 images")), "{:?}", ds.notes);
+    assert!(
+        ds.notes.iter().any(|n| n.contains("for all 9 images")),
+        "{:?}",
+        ds.notes
+    );
     let v1 = ds.train.iter().find(|v| v.name == "view_001.png").unwrap();
     let m = v1.mask.as_ref().unwrap();
     assert_eq!((m.width, m.height), (48, 36));
@@ -45,14 +49,39 @@ fn colmap_masks_are_found_inverted_downscaled_or_ignored() {
     // view_002 has no mover: all kept.
     let v2 = ds.train.iter().find(|v| v.name == "view_002.png").unwrap();
     assert_eq!(v2.mask.as_ref().unwrap().kept(), 48 * 36);
-    let inv = load(&root, MaskOptions { invert: true, ..Default::default() }).unwrap();
+    let inv = load(
+        &root,
+        MaskOptions {
+            invert: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let i1 = inv.train.iter().find(|v| v.name == "view_001.png").unwrap();
     assert_eq!(i1.mask.as_ref().unwrap().kept(), left_out);
-    let none = load(&root, MaskOptions { ignore: true, ..Default::default() }).unwrap();
+    let none = load(
+        &root,
+        MaskOptions {
+            ignore: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert!(none.train.iter().all(|v| v.mask.is_none()));
     // Downscaled with the image; a pixel is kept only where all its sources were.
-    let half = dataset::load(&root, &LoadOptions { downscale: Some(2), ..Default::default() }).unwrap();
-    let h1 = half.train.iter().find(|v| v.name == "view_001.png").unwrap();
+    let half = dataset::load(
+        &root,
+        &LoadOptions {
+            downscale: Some(2),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let h1 = half
+        .train
+        .iter()
+        .find(|v| v.name == "view_001.png")
+        .unwrap();
     let hm = h1.mask.as_ref().unwrap();
     assert_eq!((hm.width, hm.height), (24, 18));
     for y in 0..18 {
@@ -71,14 +100,21 @@ fn bad_and_missing_masks_say_what_is_wrong() {
     std::fs::remove_file(root.join("masks/view_003.png.png")).unwrap();
     let ds = load(&root, MaskOptions::default()).unwrap();
     assert!(
-        ds.notes.iter().any(|n| n.contains("for 8 of 9 images; the 1 without one train on every pixel")),
+        ds.notes
+            .iter()
+            .any(|n| n.contains("for 8 of 9 images; the 1 without one train on every pixel")),
         "{:?}",
         ds.notes
     );
     // A mask of another size (not a whole multiple): one line naming it.
-    image::GrayImage::new(30, 20).save(root.join("masks/view_003.png.png")).unwrap();
+    image::GrayImage::new(30, 20)
+        .save(root.join("masks/view_003.png.png"))
+        .unwrap();
     let err = load(&root, MaskOptions::default()).unwrap_err().to_string();
-    assert!(err.contains("view_003.png.png: mask is 30 x 20 but its image"), "{err}");
+    assert!(
+        err.contains("view_003.png.png: mask is 30 x 20 but its image"),
+        "{err}"
+    );
     // A full-size mask of a downscaled image folder is brought to its size.
     image::GrayImage::from_pixel(96, 72, image::Luma([255]))
         .save(root.join("masks/view_003.png.png"))
@@ -89,14 +125,25 @@ fn bad_and_missing_masks_say_what_is_wrong() {
     // Unreadable.
     std::fs::write(root.join("masks/view_003.png.png"), b"not a png").unwrap();
     let err = load(&root, MaskOptions::default()).unwrap_err().to_string();
-    assert!(err.contains("view_003.png.png: cannot decode mask"), "{err}");
+    assert!(
+        err.contains("view_003.png.png: cannot decode mask"),
+        "{err}"
+    );
     // --masks naming a folder without any of them, or no folder at all.
     let empty = dir.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
-    let opts = |d: &Path| MaskOptions { dir: Some(d.to_path_buf()), ..Default::default() };
+    let opts = |d: &Path| MaskOptions {
+        dir: Some(d.to_path_buf()),
+        ..Default::default()
+    };
     let err = load(&root, opts(&empty)).unwrap_err().to_string();
-    assert!(err.contains("--masks: holds no mask for any of the 9 images"), "{err}");
-    let err = load(&root, opts(&dir.path().join("nope"))).unwrap_err().to_string();
+    assert!(
+        err.contains("--masks: holds no mask for any of the 9 images"),
+        "{err}"
+    );
+    let err = load(&root, opts(&dir.path().join("nope")))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("--masks: not a folder"), "{err}");
 }
 
@@ -114,7 +161,8 @@ fn transforms_mask_path_and_rgba_alpha() {
             image::Rgba([200, 100, 50, if x < w / 2 { 0 } else { 255 }])
         });
         img.save(root.join(format!("images/f{i}.png"))).unwrap();
-        let mask = image::GrayImage::from_fn(w, h, |_, y| image::Luma([if y < 3 { 0 } else { 255 }]));
+        let mask =
+            image::GrayImage::from_fn(w, h, |_, y| image::Luma([if y < 3 { 0 } else { 255 }]));
         mask.save(root.join(format!("m/f{i}.png"))).unwrap();
         let c = i as f64;
         frames.push(format!(
@@ -132,7 +180,11 @@ fn transforms_mask_path_and_rgba_alpha() {
         assert_eq!(v.mask.as_ref().unwrap().kept(), 16 * 9, "{}", v.name);
     }
     // The mask named by the frame wins over the alpha; without it the alpha is the mask.
-    let alpha = MaskOptions { ignore: true, alpha: AlphaMode::Mask, ..Default::default() };
+    let alpha = MaskOptions {
+        ignore: true,
+        alpha: AlphaMode::Mask,
+        ..Default::default()
+    };
     let ds = load(root, alpha).unwrap();
     for v in &ds.train {
         let m = v.mask.as_ref().unwrap();

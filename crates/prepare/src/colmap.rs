@@ -98,11 +98,11 @@ pub fn extract_features(
     let mut options = vec![
         arg("database_path", path_str(db)),
         arg("image_path", path_str(images)),
-            arg(
-                "ImageReader.camera_model",
-                settings.camera_model.colmap_name(),
-            ),
-            arg("ImageReader.single_camera", settings.single_camera as u8),
+        arg(
+            "ImageReader.camera_model",
+            settings.camera_model.colmap_name(),
+        ),
+        arg("ImageReader.single_camera", settings.single_camera as u8),
         arg("SiftExtraction.use_gpu", 0),
         arg("SiftExtraction.num_threads", settings.threads),
     ];

@@ -310,7 +310,9 @@ pub fn prepare(
     };
     let (names, is_video) = run.gather(source, video_tools, in_place, opts.frames)?;
     let mask_path = match masks_from {
-        Some(from) => masks::copy_masks(&from, &out.join("masks"), &run.images, &names, run.events)?,
+        Some(from) => {
+            masks::copy_masks(&from, &out.join("masks"), &run.images, &names, run.events)?
+        }
         None => None,
     };
     let settings = colmap::ColmapSettings {

@@ -33,12 +33,11 @@ pub fn copy_masks(
     for name in names {
         if let Some(path) = candidates(from, name).into_iter().find(|p| p.is_file()) {
             let mask = load_mask(&path, false)?;
-            let size = image::image_dimensions(images.join(name)).map_err(|e| {
-                PrepareError::BadInput {
+            let size =
+                image::image_dimensions(images.join(name)).map_err(|e| PrepareError::BadInput {
                     path: images.join(name),
                     message: format!("cannot read image header: {e}"),
-                }
-            })?;
+                })?;
             if (mask.width, mask.height) != size {
                 return Err(PrepareError::BadInput {
                     path,
@@ -92,26 +91,43 @@ mod tests {
     #[test]
     fn masks_are_renamed_to_colmaps_convention_and_checked() {
         let dir = tempfile::tempdir().unwrap();
-        let (photos, from, to) = (dir.path().join("p"), dir.path().join("m"), dir.path().join("o"));
+        let (photos, from, to) = (
+            dir.path().join("p"),
+            dir.path().join("m"),
+            dir.path().join("o"),
+        );
         for d in [&photos, &from] {
             std::fs::create_dir_all(d).unwrap();
         }
-        image::RgbImage::new(8, 6).save(photos.join("a.jpg")).unwrap();
-        image::RgbImage::new(8, 6).save(photos.join("b.jpg")).unwrap();
+        image::RgbImage::new(8, 6)
+            .save(photos.join("a.jpg"))
+            .unwrap();
+        image::RgbImage::new(8, 6)
+            .save(photos.join("b.jpg"))
+            .unwrap();
         let mut m = image::GrayImage::new(8, 6);
         m.put_pixel(1, 1, image::Luma([255]));
         m.save(from.join("a.png")).unwrap();
         let names = vec!["a.jpg".to_string(), "b.jpg".to_string()];
         let mut notes = Vec::new();
-        let got = copy_masks(&from, &to, &photos, &names, &mut |e| notes.push(format!("{e:?}"))).unwrap();
+        let got = copy_masks(&from, &to, &photos, &names, &mut |e| {
+            notes.push(format!("{e:?}"))
+        })
+        .unwrap();
         assert_eq!(got.as_deref(), Some(to.as_path()));
         let back = load_mask(&to.join("a.jpg.png"), false).unwrap();
         assert_eq!(back.kept(), 1);
         assert!(!to.join("b.jpg.png").exists());
         assert!(notes[0].contains("masks for 1 of 2 photos"), "{notes:?}");
         // Another size is an error naming the mask.
-        image::GrayImage::new(4, 3).save(from.join("b.jpg.png")).unwrap();
+        image::GrayImage::new(4, 3)
+            .save(from.join("b.jpg.png"))
+            .unwrap();
         let err = copy_masks(&from, &to, &photos, &names, &mut |_| {}).unwrap_err();
-        assert!(err.to_string().contains("b.jpg.png: mask is 4 x 3 but its photo is 8 x 6"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("b.jpg.png: mask is 4 x 3 but its photo is 8 x 6"),
+            "{err}"
+        );
     }
 }

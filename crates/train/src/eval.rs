@@ -162,7 +162,9 @@ mod tests {
         let target: Vec<f32> = (0..300).map(|i| ((i * 37) % 101) as f32 / 100.0).collect();
         let gains = [0.5f32, 1.3, 0.9];
         let offsets = [0.1f32, -0.05, 0.02];
-        let img: Vec<f32> = (0..300).map(|i| target[i] * gains[i % 3] + offsets[i % 3]).collect();
+        let img: Vec<f32> = (0..300)
+            .map(|i| target[i] * gains[i % 3] + offsets[i % 3])
+            .collect();
         let cc = color_corrected(&img, &target, None);
         for (a, b) in cc.iter().zip(&target) {
             assert!((a - b).abs() < 1e-5, "{a} vs {b}");

@@ -450,9 +450,22 @@ pub fn loss_grad_and_psnr_masked<F: Real>(
     let mut masked = std::mem::take(&mut scratch.masked);
     for (m, src) in masked.iter_mut().zip([render, target]) {
         m.clear();
-        m.extend(src.iter().zip(mask.iter().flat_map(|&k| [k; 3])).map(|(&v, k)| v * k));
+        m.extend(
+            src.iter()
+                .zip(mask.iter().flat_map(|&k| [k; 3]))
+                .map(|(&v, k)| v * k),
+        );
     }
-    let out = loss_unmasked(&masked[0], &masked[1], w, h, lambda, scratch, grad, Some(mask));
+    let out = loss_unmasked(
+        &masked[0],
+        &masked[1],
+        w,
+        h,
+        lambda,
+        scratch,
+        grad,
+        Some(mask),
+    );
     scratch.masked = masked;
     for (g, &k) in grad.chunks_exact_mut(3).zip(mask) {
         for v in g {

@@ -395,6 +395,14 @@ figcaption { font-size: 12px; color: #555; }
     html
 }
 
+/// A table cell with a colour-corrected PSNR (`-` for files written before it was measured).
+fn cc_cell(cc: Option<f64>, tag: &str) -> String {
+    match cc {
+        Some(c) => format!("<{tag} data-value=\"{c}\">{c:.2}</{tag}>"),
+        None => format!("<{tag}>-</{tag}>"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -440,10 +448,3 @@ mod tests {
     }
 }
 
-/// A table cell with a colour-corrected PSNR (`-` for files written before it was measured).
-fn cc_cell(cc: Option<f64>, tag: &str) -> String {
-    match cc {
-        Some(c) => format!("<{tag} data-value=\"{c}\">{c:.2}</{tag}>"),
-        None => format!("<{tag}>-</{tag}>"),
-    }
-}

@@ -27,7 +27,9 @@ fn case(kind: AppearanceKind, w: usize, h: usize, seed: u64) -> (Vec<f64>, Vec<f
             render.extend(px);
         }
     }
-    let grad_out = (0..w * h * 3).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let grad_out = (0..w * h * 3)
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
     (params, render, grad_out)
 }
 
@@ -52,14 +54,27 @@ fn model_gradients_match_finite_differences() {
         let (params, render, go) = case(kind, w, h, 11);
         let mut grad_render = vec![f64::NAN; render.len()];
         let mut grad_params = vec![0.0; params.len()];
-        backward(kind, &params, &render, &go, w, h, &mut grad_render, &mut grad_params);
+        backward(
+            kind,
+            &params,
+            &render,
+            &go,
+            w,
+            h,
+            &mut grad_render,
+            &mut grad_params,
+        );
         for i in 0..render.len() {
             let mut r = render.clone();
             r[i] += step;
             let lp = loss(kind, &params, &r, &go, w, h);
             r[i] -= 2.0 * step;
             let lm = loss(kind, &params, &r, &go, w, h);
-            check(&format!("{kind:?} render {i}"), grad_render[i], (lp - lm) / (2.0 * step));
+            check(
+                &format!("{kind:?} render {i}"),
+                grad_render[i],
+                (lp - lm) / (2.0 * step),
+            );
         }
         // Every parameter an image of this size reaches, and some it does not (gradient 0).
         let mut touched = 0;
@@ -72,7 +87,11 @@ fn model_gradients_match_finite_differences() {
             let lp = loss(kind, &p, &render, &go, w, h);
             p[i] -= 2.0 * step;
             let lm = loss(kind, &p, &render, &go, w, h);
-            check(&format!("{kind:?} param {i}"), grad_params[i], (lp - lm) / (2.0 * step));
+            check(
+                &format!("{kind:?} param {i}"),
+                grad_params[i],
+                (lp - lm) / (2.0 * step),
+            );
             touched += usize::from(grad_params[i] != 0.0);
         }
         assert!(touched >= 12, "{kind:?}: {touched} parameters reached");
@@ -122,17 +141,26 @@ fn parallel_path_matches_the_twin() {
         backward(kind, &p32, &r32, &g32, w, h, &mut want_gr, &mut want_gp);
         let mut app = Appearance::default();
         app.apply(kind, &p32, &r32, w, h);
-        assert_eq!(app.corrected, want, "{kind:?}: the forward is the same per pixel");
+        assert_eq!(
+            app.corrected, want,
+            "{kind:?}: the forward is the same per pixel"
+        );
         let mut gp = vec![0.0f32; p32.len()];
         app.backward(kind, &p32, &r32, &g32, w, h, &mut gp);
         assert_eq!(app.grad_render, want_gr, "{kind:?}");
         // Parameter gradients summed per band, then over bands: the same up to rounding.
         let scale = want_gp.iter().fold(0.0f32, |a, b| a.max(b.abs()));
         for (i, (a, b)) in gp.iter().zip(&want_gp).enumerate() {
-            assert!((a - b).abs() <= 1e-5 * scale, "{kind:?} param {i}: {a} vs {b}");
+            assert!(
+                (a - b).abs() <= 1e-5 * scale,
+                "{kind:?} param {i}: {a} vs {b}"
+            );
         }
         // Same bits on one thread.
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
         let mut gp1 = vec![0.0f32; p32.len()];
         pool.install(|| app.backward(kind, &p32, &r32, &g32, w, h, &mut gp1));
         assert_eq!(gp, gp1);

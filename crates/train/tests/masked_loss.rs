@@ -16,7 +16,10 @@ fn case(w: usize, h: usize, seed: u64) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
         .collect();
     let mask = (0..w * h)
         .map(|i| {
-            let (x, y) = ((i % w) as f64 - 0.3 * w as f64, (i / w) as f64 - 0.5 * h as f64);
+            let (x, y) = (
+                (i % w) as f64 - 0.3 * w as f64,
+                (i / w) as f64 - 0.5 * h as f64,
+            );
             let out = x * x + y * y < 30.0 || rng.random_range(0.0..1.0) < 0.05;
             if out {
                 0.0

@@ -52,7 +52,12 @@ fn short_config(iterations: u64, appearance: AppearanceKind) -> TrainConfig {
 fn left_out_pixels_change_nothing_in_training() {
     let tmp = tempfile::tempdir().unwrap();
     let (ds, _) = demo(tmp.path(), DemoVariant::Mover);
-    let masked: usize = ds.train.iter().filter_map(|v| v.mask.as_ref()).map(|m| m.keep.len() - m.kept()).sum();
+    let masked: usize = ds
+        .train
+        .iter()
+        .filter_map(|v| v.mask.as_ref())
+        .map(|m| m.keep.len() - m.kept())
+        .sum();
     assert!(masked > 500, "{masked} pixels left out");
     // The same capture with anything at all where the masks leave pixels out.
     let mut noisy = ds.clone();
@@ -78,7 +83,10 @@ fn left_out_pixels_change_nothing_in_training() {
         splat_train::checkpoint::to_bytes(&t.state)
     };
     for kind in [AppearanceKind::None, AppearanceKind::BilateralGrid] {
-        assert!(train(&ds, kind) == train(&noisy, kind), "{kind:?}: the left-out pixels changed the state");
+        assert!(
+            train(&ds, kind) == train(&noisy, kind),
+            "{kind:?}: the left-out pixels changed the state"
+        );
     }
     // Without the masks the same change does change it (the test can fail).
     let unmask = |d: &Dataset| {
@@ -86,7 +94,9 @@ fn left_out_pixels_change_nothing_in_training() {
         d.train.iter_mut().for_each(|v| v.mask = None);
         d
     };
-    assert!(train(&unmask(&ds), AppearanceKind::None) != train(&unmask(&noisy), AppearanceKind::None));
+    assert!(
+        train(&unmask(&ds), AppearanceKind::None) != train(&unmask(&noisy), AppearanceKind::None)
+    );
 }
 
 #[test]
@@ -103,7 +113,10 @@ fn appearance_models_resume_bitwise_and_learn() {
             backend: None,
         };
         let full = tmp.path().join("full");
-        let m_full = TrainRun::new(&full, &cfg, &ds, &cpu).run().unwrap().unwrap();
+        let m_full = TrainRun::new(&full, &cfg, &ds, &cpu)
+            .run()
+            .unwrap()
+            .unwrap();
         let parts = tmp.path().join("parts");
         let stopped = TrainRun::new(&parts, &cfg, &ds, &cpu)
             .stop_after(Some(100))
@@ -112,7 +125,10 @@ fn appearance_models_resume_bitwise_and_learn() {
         assert!(stopped.is_none());
         let (state, info) = run::read_checkpoint(&parts).unwrap();
         assert_eq!(state.step, 80);
-        let model = state.appearance.as_ref().expect("the checkpoint holds the models");
+        let model = state
+            .appearance
+            .as_ref()
+            .expect("the checkpoint holds the models");
         assert_eq!((model.kind, model.images), (kind, ds.train.len()));
         let m_parts = TrainRun::new(&parts, &cfg, &ds, &cpu)
             .start(Start::Resume(Box::new(state), info))
@@ -137,14 +153,102 @@ fn appearance_models_resume_bitwise_and_learn() {
                 .fold(0.0f32, f32::max)
         };
         // (The grid's learning rate warms up from 2e-5 over 1,000 steps: it moves little in 130.)
-        let least = if kind == AppearanceKind::Affine { 1e-3 } else { 1e-5 };
+        let least = if kind == AppearanceKind::Affine {
+            1e-3
+        } else {
+            1e-5
+        };
         assert!((0..model.images).all(|i| moved(i) > least), "{kind:?}");
         assert_ne!(model.of_image(0), model.of_image(1));
         for k in 0..n {
-            let mean = (0..model.images).map(|i| model.of_image(i)[k] as f64).sum::<f64>();
-            assert!((mean / model.images as f64 - identity[k] as f64).abs() < 1e-5, "{kind:?} {k}");
+            let mean = (0..model.images)
+                .map(|i| model.of_image(i)[k] as f64)
+                .sum::<f64>();
+            assert!(
+                (mean / model.images as f64 - identity[k] as f64).abs() < 1e-5,
+                "{kind:?} {k}"
+            );
         }
         // The scene file is the scene alone: a run without models writes the same layout.
         assert!(m_full.cc_psnr.is_some() && m_full.views.iter().all(|v| v.cc_psnr.is_some()));
     }
+}
+
+/// Test PSNR (mean over the held-out views, which are clean) after a short run.
+fn test_psnr(ds: &Dataset, cfg: TrainConfig) -> (f64, f64) {
+    let mut t = Trainer::new(cfg, TrainData::of(ds), &ds.points, cpu());
+    while !t.done() {
+        t.step().unwrap();
+    }
+    let g = t.state.export_gaussians();
+    let m = splat_train::eval::evaluate(
+        &mut CpuBackend::new(),
+        &g,
+        &ds.test,
+        ds.background,
+        3,
+        |_, _| {},
+    );
+    (
+        splat_train::eval::means(&m).0,
+        splat_train::eval::mean_cc_psnr(&m).unwrap(),
+    )
+}
+
+fn capture(dir: &Path, variant: DemoVariant) -> Dataset {
+    let opts = DemoOptions {
+        width: 96,
+        height: 72,
+        views: 24,
+        points: 2000,
+        seed: 7,
+        variant,
+    };
+    write_demo_dataset(dir, &opts).unwrap();
+    dataset::load(
+        dir,
+        &LoadOptions {
+            eval: true,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+fn run_config(appearance: AppearanceKind) -> TrainConfig {
+    TrainConfig {
+        iterations: 1500,
+        densify_from: 200,
+        densify_until: 1000,
+        opacity_reset_interval: 600,
+        appearance,
+        ..TrainConfig::default()
+    }
+}
+
+#[test]
+fn masks_keep_a_moving_object_out_of_the_scene() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = capture(tmp.path(), DemoVariant::Mover);
+    let mut unmasked = ds.clone();
+    unmasked.train.iter_mut().for_each(|v| v.mask = None);
+    let (with, _) = test_psnr(&ds, run_config(AppearanceKind::None));
+    let (without, _) = test_psnr(&unmasked, run_config(AppearanceKind::None));
+    eprintln!("mover: test PSNR {with:.2} dB with masks, {without:.2} dB without");
+    assert!(
+        with > without + 0.3,
+        "with masks {with:.2} dB, without {without:.2} dB"
+    );
+}
+
+#[test]
+fn appearance_models_absorb_exposure_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = capture(tmp.path(), DemoVariant::Exposure);
+    let (none, none_cc) = test_psnr(&ds, run_config(AppearanceKind::None));
+    let (affine, affine_cc) = test_psnr(&ds, run_config(AppearanceKind::Affine));
+    eprintln!(
+        "exposure: none {none:.2} / cc {none_cc:.2} dB, affine {affine:.2} / cc {affine_cc:.2} dB"
+    );
+    assert!(affine_cc > none_cc + 1.0 && affine > none + 1.0);
 }

@@ -387,7 +387,8 @@ fn write_mask(path: &Path, cam: &Camera, mask: Vec<u8>) -> Result<(), DatasetErr
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| DatasetError::io(dir, e))?;
     }
-    let img = image::GrayImage::from_raw(cam.width, cam.height, mask).expect("mask of the view's size");
+    let img =
+        image::GrayImage::from_raw(cam.width, cam.height, mask).expect("mask of the view's size");
     let mut png = std::io::Cursor::new(Vec::new());
     img.write_to(&mut png, image::ImageFormat::Png)
         .map_err(|e| DatasetError::invalid(path, e.to_string()))?;

@@ -39,7 +39,14 @@ pub fn exposure_gains(seed: u64, i: usize) -> [f64; 3] {
 
 /// Applies the variant to view `i`'s photo (`w x h` RGB); returns its mask (one byte per pixel, 255
 /// kept) when the variant writes masks.
-pub fn vary(variant: DemoVariant, seed: u64, i: usize, rgb: &mut [u8], w: u32, h: u32) -> Option<Vec<u8>> {
+pub fn vary(
+    variant: DemoVariant,
+    seed: u64,
+    i: usize,
+    rgb: &mut [u8],
+    w: u32,
+    h: u32,
+) -> Option<Vec<u8>> {
     match variant {
         DemoVariant::Plain => None,
         DemoVariant::Exposure => {
@@ -59,7 +66,7 @@ pub fn vary(variant: DemoVariant, seed: u64, i: usize, rgb: &mut [u8], w: u32, h
 fn paint_mover(seed: u64, i: usize, rgb: &mut [u8], w: u32, h: u32) -> Vec<u8> {
     let (w, h) = (w as usize, h as usize);
     let mut mask = vec![255u8; w * h];
-    if is_test_view(i) || i % 2 == 0 {
+    if is_test_view(i) || i.is_multiple_of(2) {
         return mask;
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x0b1e_c700 ^ (i as u64) << 20);
@@ -113,7 +120,8 @@ mod tests {
         let mut rgb = vec![100u8; (w * h * 3) as usize];
         let before = rgb.clone();
         let mask = vary(DemoVariant::Mover, 7, 3, &mut rgb, w, h).unwrap();
-        let painted = (0..(w * h) as usize).filter(|&p| rgb[p * 3..p * 3 + 3] != before[p * 3..p * 3 + 3]);
+        let painted =
+            (0..(w * h) as usize).filter(|&p| rgb[p * 3..p * 3 + 3] != before[p * 3..p * 3 + 3]);
         let mut n = 0;
         for p in painted {
             assert_eq!(mask[p], 0);

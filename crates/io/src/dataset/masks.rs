@@ -101,7 +101,10 @@ impl Mask {
         Mask {
             width,
             height,
-            keep: levels.iter().map(|&v| u8::from((v >= 128) != invert)).collect(),
+            keep: levels
+                .iter()
+                .map(|&v| u8::from((v >= 128) != invert))
+                .collect(),
         }
     }
 
@@ -204,7 +207,10 @@ pub fn find_masks(
         return if explicit {
             Err(DatasetError::invalid(dir, format!("--masks: {message}")))
         } else {
-            Ok(Some(format!("{}: {message}; training on every pixel", dir.display())))
+            Ok(Some(format!(
+                "{}: {message}; training on every pixel",
+                dir.display()
+            )))
         };
     }
     Ok(Some(masks_note(dir, with, names.len())))

@@ -414,7 +414,11 @@ fn attach_masks(
 }
 
 /// Decodes one view's image (and mask), brings it to the loaded size and undistorts it.
-fn load_view(p: PendingView, opts: &LoadOptions, background: [f32; 3]) -> Result<View, DatasetError> {
+fn load_view(
+    p: PendingView,
+    opts: &LoadOptions,
+    background: [f32; 3],
+) -> Result<View, DatasetError> {
     let (raw, alpha) = imageload::load_rgb_alpha(&p.path, background)?;
     let mask = match (&p.mask, opts.masks.alpha) {
         (Some(path), _) => {
@@ -435,7 +439,9 @@ fn load_view(p: PendingView, opts: &LoadOptions, background: [f32; 3]) -> Result
             }
             Some(m)
         }
-        (None, AlphaMode::Mask) => alpha.map(|a| Mask::from_levels(raw.width, raw.height, &a, false)),
+        (None, AlphaMode::Mask) => {
+            alpha.map(|a| Mask::from_levels(raw.width, raw.height, &a, false))
+        }
         (None, AlphaMode::Background) => None,
     };
     let resize = |img: &Rgb8Image| match opts.downscale {

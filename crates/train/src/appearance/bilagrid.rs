@@ -102,12 +102,18 @@ fn matrix<F: Real>(grid: &[F], s: &Sample<F>) -> [F; 12] {
 }
 
 fn affine<F: Real>(a: &[F; 12], rgb: [F; 3]) -> [F; 3] {
-    std::array::from_fn(|r| a[r * 4] * rgb[0] + a[r * 4 + 1] * rgb[1] + a[r * 4 + 2] * rgb[2] + a[r * 4 + 3])
+    std::array::from_fn(|r| {
+        a[r * 4] * rgb[0] + a[r * 4 + 1] * rgb[1] + a[r * 4 + 2] * rgb[2] + a[r * 4 + 3]
+    })
 }
 
 /// Applies the grid to rows `y0 ..` of a `w x h` image (`render` and `out` hold those rows).
 pub fn apply_rows<F: Real>(grid: &[F], render: &[F], w: usize, h: usize, y0: usize, out: &mut [F]) {
-    for (k, (px, o)) in render.chunks_exact(3).zip(out.chunks_exact_mut(3)).enumerate() {
+    for (k, (px, o)) in render
+        .chunks_exact(3)
+        .zip(out.chunks_exact_mut(3))
+        .enumerate()
+    {
         let rgb = [px[0], px[1], px[2]];
         let s = sample(k % w, y0 + k / w, w, h, rgb);
         o.copy_from_slice(&affine(&matrix(grid, &s), rgb));

@@ -140,7 +140,13 @@ fn affine_apply<F: Real>(a: &[F], render: &[F], out: &mut [F]) {
 }
 
 /// Backward of [`affine_apply`]: `grad_render = A^T go`, `grad_a += sum go (rgb, 1)^T`.
-fn affine_backward<F: Real>(a: &[F], render: &[F], go: &[F], grad_render: &mut [F], grad_a: &mut [F]) {
+fn affine_backward<F: Real>(
+    a: &[F],
+    render: &[F],
+    go: &[F],
+    grad_render: &mut [F],
+    grad_a: &mut [F],
+) {
     let rows = render.chunks_exact(3).zip(go.chunks_exact(3));
     for ((px, g), gr) in rows.zip(grad_render.chunks_exact_mut(3)) {
         for c in 0..3 {
@@ -186,7 +192,9 @@ fn backward_rows<F: Real>(
 ) {
     match kind {
         AppearanceKind::None => grad_render.copy_from_slice(grad_out),
-        AppearanceKind::Affine => affine_backward(params, render, grad_out, grad_render, grad_params),
+        AppearanceKind::Affine => {
+            affine_backward(params, render, grad_out, grad_render, grad_params)
+        }
         AppearanceKind::BilateralGrid => {
             bilagrid::backward_rows(params, render, grad_out, w, h, y0, grad_render, grad_params)
         }
@@ -194,7 +202,14 @@ fn backward_rows<F: Real>(
 }
 
 /// The whole-image twin: one image's model applied to a `w x h` render, in one pass.
-pub fn apply<F: Real>(kind: AppearanceKind, params: &[F], render: &[F], w: usize, h: usize, out: &mut [F]) {
+pub fn apply<F: Real>(
+    kind: AppearanceKind,
+    params: &[F],
+    render: &[F],
+    w: usize,
+    h: usize,
+    out: &mut [F],
+) {
     apply_rows(kind, params, render, w, h, 0, out);
 }
 
@@ -211,11 +226,26 @@ pub fn backward<F: Real>(
     grad_render: &mut [F],
     grad_params: &mut [F],
 ) {
-    backward_rows(kind, params, render, grad_out, w, h, 0, grad_render, grad_params);
+    backward_rows(
+        kind,
+        params,
+        render,
+        grad_out,
+        w,
+        h,
+        0,
+        grad_render,
+        grad_params,
+    );
 }
 
 /// The regularizer's loss over every image's parameters, its gradient added into `grad`.
-pub fn regularizer<F: Real>(kind: AppearanceKind, params: &[F], images: usize, grad: &mut [F]) -> f64 {
+pub fn regularizer<F: Real>(
+    kind: AppearanceKind,
+    params: &[F],
+    images: usize,
+    grad: &mut [F],
+) -> f64 {
     match kind {
         AppearanceKind::BilateralGrid => bilagrid::total_variation(params, images, grad),
         _ => 0.0,
@@ -239,7 +269,14 @@ pub struct Appearance {
 
 impl Appearance {
     /// `self.corrected` = image `params`' model applied to `render`.
-    pub fn apply(&mut self, kind: AppearanceKind, params: &[f32], render: &[f32], w: usize, h: usize) {
+    pub fn apply(
+        &mut self,
+        kind: AppearanceKind,
+        params: &[f32],
+        render: &[f32],
+        w: usize,
+        h: usize,
+    ) {
         self.corrected.resize(render.len(), 0.0);
         let row = (w * 3).max(1);
         let band = BAND_ROWS * row;

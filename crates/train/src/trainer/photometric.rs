@@ -21,7 +21,11 @@ impl<'a> Trainer<'a> {
         let lambda = self.cfg.lambda_dssim;
         let render = &self.buffers.raster.image;
         let kind = self.cfg.appearance;
-        let Some(model) = self.state.appearance.as_ref().filter(|_| kind != AppearanceKind::None)
+        let Some(model) = self
+            .state
+            .appearance
+            .as_ref()
+            .filter(|_| kind != AppearanceKind::None)
         else {
             let (ssim, grad) = (&mut self.ssim, &mut self.grad_image);
             return loss_grad_and_psnr_masked(render, &self.target, mask, w, h, lambda, ssim, grad);
@@ -30,10 +34,12 @@ impl<'a> Trainer<'a> {
         self.appearance.apply(kind, params, render, w, h);
         let corrected = &self.appearance.corrected;
         let (ssim, grad) = (&mut self.ssim, &mut self.grad_image);
-        let out = loss_grad_and_psnr_masked(corrected, &self.target, mask, w, h, lambda, ssim, grad);
+        let out =
+            loss_grad_and_psnr_masked(corrected, &self.target, mask, w, h, lambda, ssim, grad);
         let n = kind.per_image();
         let grads = &mut self.appearance_grads[vi * n..(vi + 1) * n];
-        self.appearance.backward(kind, params, render, &self.grad_image, w, h, grads);
+        self.appearance
+            .backward(kind, params, render, &self.grad_image, w, h, grads);
         std::mem::swap(&mut self.grad_image, &mut self.appearance.grad_render);
         out
     }
@@ -60,7 +66,10 @@ impl<'a> Trainer<'a> {
 
     /// Whether the models' gradients are finite.
     pub(super) fn appearance_grads_finite(&self) -> bool {
-        self.appearance_grads.iter().fold(0.0f32, |a, &b| a + b * 0.0).is_finite()
+        self.appearance_grads
+            .iter()
+            .fold(0.0f32, |a, &b| a + b * 0.0)
+            .is_finite()
     }
 
     /// The models' regularizer and Adam step at iteration `it` (every image's, as gsplat and the
@@ -70,11 +79,18 @@ impl<'a> Trainer<'a> {
             return;
         };
         let kind = model.kind;
-        regularizer(kind, &model.params, model.images, &mut self.appearance_grads);
+        regularizer(
+            kind,
+            &model.params,
+            model.images,
+            &mut self.appearance_grads,
+        );
         let lr = kind.learning_rate(it, self.cfg.iterations, self.cfg.batch);
         let betas = (crate::adam::BETA1, crate::adam::BETA2);
         let grads = &self.appearance_grads;
-        model.adam.update_with_betas(&mut model.params, grads, lr, betas);
+        model
+            .adam
+            .update_with_betas(&mut model.params, grads, lr, betas);
         center(model);
     }
 }
