@@ -186,9 +186,18 @@ fn photos_to_poses_to_a_trained_scene() {
     let photos = dir.path().join("photos");
     let opts = PhotoOptions::default();
     let truth = write_demo_photos(&photos, &opts).unwrap();
+    // Masks beside the photos (the bottom tenth left out, as a rig would be), named photo_000.png.
+    std::fs::create_dir_all(photos.join("masks")).unwrap();
+    let mask = image::GrayImage::from_fn(opts.width, opts.height, |_, y| {
+        image::Luma([if y >= opts.height * 9 / 10 { 0 } else { 255 }])
+    });
+    for i in 0..opts.views {
+        mask.save(photos.join(format!("masks/photo_{i:03}.png"))).unwrap();
+    }
     let data = dir.path().join("data");
     // Progress per stage with its counts.
     let expect = [
+        "masks for 40 of 40 photos",
         "SIFT features of 40 images",
         "exhaustive: 780 image pairs tried",
         "of 40 images registered",
@@ -196,6 +205,10 @@ fn photos_to_poses_to_a_trained_scene() {
     ];
     prepare_ok(&photos, &data, &expect);
     check_layout(&data, 40, (opts.width, opts.height));
+    // The masks went to COLMAP and into the dataset under COLMAP's names.
+    let log = std::fs::read_to_string(data.join("prepare.log")).unwrap();
+    assert!(log.contains("ImageReader.mask_path"), "{log}");
+    assert!(data.join("masks/photo_000.jpg.png").is_file());
     // The hint of `splat train` on photos without poses.
     let o = splat(&[
         "train",
