@@ -106,12 +106,11 @@ fn dataset(dir: &Path) -> Dataset {
     dataset::load(dir, &LoadOptions::default()).unwrap()
 }
 
-fn config(batch: usize, visible_adam: bool) -> TrainConfig {
+fn config(batch: usize) -> TrainConfig {
     TrainConfig {
         iterations: 240,
         seed: 9,
         batch,
-        visible_adam,
         sh_degree_interval: 50,
         densify_from: 40,
         densify_interval: 40,
@@ -122,14 +121,14 @@ fn config(batch: usize, visible_adam: bool) -> TrainConfig {
 
 /// Trains with `ranks` replicas; returns each replica's final state checksum and means.
 fn train(ds: &Dataset, batch: usize, ranks: usize) -> Vec<(u64, Vec<[f32; 3]>)> {
-    train_with(ds, batch, ranks, false)
+    train_with(ds, batch, ranks, |_| {})
 }
 
 fn train_with(
     ds: &Dataset,
     batch: usize,
     ranks: usize,
-    visible_adam: bool,
+    tweak: fn(&mut TrainConfig),
 ) -> Vec<(u64, Vec<[f32; 3]>)> {
     let shared = Arc::new(Shared {
         barrier: Barrier::new(ranks),
@@ -140,8 +139,10 @@ fn train_with(
             .map(|rank| {
                 let shared = shared.clone();
                 s.spawn(move || {
+                    let mut cfg = config(batch);
+                    tweak(&mut cfg);
                     let mut t = Trainer::new(
-                        config(batch, visible_adam),
+                        cfg,
                         TrainData::of(ds),
                         &ds.points,
                         Box::new(CpuBackend::new()),
@@ -176,7 +177,7 @@ fn two_replicas_equal_one_process_with_a_batch_of_two() {
     let unbatched = train(&ds, 1, 1);
     assert_ne!(unbatched[0].0, single[0].0);
     assert_eq!(
-        config(2, false).per_step().iterations,
+        config(2).per_step().iterations,
         120,
         "a batch of 2 takes half the steps"
     );
@@ -206,10 +207,25 @@ fn four_replicas_stay_identical_and_match_to_rounding() {
 fn visible_only_adam_takes_the_union_of_what_every_rank_saw() {
     let dir = tempfile::tempdir().unwrap();
     let ds = dataset(dir.path());
-    let single = train_with(&ds, 2, 1, true);
-    let pair = train_with(&ds, 2, 2, true);
+    let visible = |c: &mut TrainConfig| c.visible_adam = true;
+    let single = train_with(&ds, 2, 1, visible);
+    let pair = train_with(&ds, 2, 2, visible);
     assert_eq!(pair[0].0, pair[1].0, "replicas drifted");
     assert_eq!(pair[0].0, single[0].0, "2 ranks differ from 1 process");
     // The mask changed the run: some Gaussian was outside a step's views.
+    assert_ne!(train(&ds, 2, 1)[0].0, single[0].0);
+}
+
+#[test]
+fn appearance_models_see_every_rank_s_views() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dataset(dir.path());
+    let affine = |c: &mut TrainConfig| {
+        c.appearance = splat_train::appearance::AppearanceKind::Affine;
+    };
+    let single = train_with(&ds, 2, 1, affine);
+    let pair = train_with(&ds, 2, 2, affine);
+    assert_eq!(pair[0].0, pair[1].0, "replicas drifted");
+    assert_eq!(pair[0].0, single[0].0, "2 ranks differ from 1 process");
     assert_ne!(train(&ds, 2, 1)[0].0, single[0].0);
 }
