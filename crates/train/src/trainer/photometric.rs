@@ -91,35 +91,7 @@ impl<'a> Trainer<'a> {
         model
             .adam
             .update_with_betas(&mut model.params, grads, lr, betas);
-        center(model);
+        self.appearance.center(model);
     }
 }
 
-/// Keeps the mean of the models over the images at the identity, by moving every image's model by the
-/// same amount after each update. A colour map applied to the scene and undone in every image's model
-/// renders every photo the same, so the loss cannot tell where the scene's colours sit between the
-/// photos; left free they drift (a green cast on the demo's exposure capture, test PSNR 16 dB while
-/// the geometry was right). Fixed here, the scene has the colours of the average photo, which is what
-/// test views, exports and viewers show.
-pub(crate) fn center(model: &mut AppearanceState) {
-    let n = model.kind.per_image();
-    if model.images == 0 || n == 0 {
-        return;
-    }
-    let mut mean = vec![0.0f64; n];
-    for image in model.params.chunks_exact(n) {
-        for (m, &p) in mean.iter_mut().zip(image) {
-            *m += p as f64;
-        }
-    }
-    let mut identity = vec![0.0f64; n];
-    crate::appearance::identity(model.kind, &mut identity);
-    let shift: Vec<f32> = (mean.iter().zip(&identity))
-        .map(|(m, i)| (m / model.images as f64 - i) as f32)
-        .collect();
-    for image in model.params.chunks_exact_mut(n) {
-        for (p, s) in image.iter_mut().zip(&shift) {
-            *p -= s;
-        }
-    }
-}
