@@ -297,6 +297,28 @@ fn cases() -> Vec<Case> {
             },
         ),
         case(
+            "mask of another size",
+            &["masks/view_001.png.png", "mask is 7 x 5 but its image"],
+            |d| {
+                let r = base(d, "masksize");
+                std::fs::create_dir_all(r.join("masks")).unwrap();
+                image::GrayImage::new(7, 5)
+                    .save(r.join("masks/view_001.png.png"))
+                    .unwrap();
+                r
+            },
+        ),
+        case(
+            "unreadable mask",
+            &["masks/view_002.png.png", "cannot decode mask"],
+            |d| {
+                let r = base(d, "maskjunk");
+                std::fs::create_dir_all(r.join("masks")).unwrap();
+                std::fs::write(r.join("masks/view_002.png.png"), b"junk").unwrap();
+                r
+            },
+        ),
+        case(
             "poses_bounds.npy with a NaN",
             &["poses_bounds.npy", "non-finite"],
             |d| {
