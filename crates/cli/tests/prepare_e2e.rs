@@ -192,7 +192,8 @@ fn photos_to_poses_to_a_trained_scene() {
         image::Luma([if y >= opts.height * 9 / 10 { 0 } else { 255 }])
     });
     for i in 0..opts.views {
-        mask.save(photos.join(format!("masks/photo_{i:03}.png"))).unwrap();
+        mask.save(photos.join(format!("masks/photo_{i:03}.png")))
+            .unwrap();
     }
     let data = dir.path().join("data");
     // Progress per stage with its counts.

@@ -447,4 +447,3 @@ mod tests {
         assert_eq!(heat_colour(f32::NAN), heat_colour(1.0));
     }
 }
-

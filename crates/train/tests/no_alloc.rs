@@ -68,7 +68,10 @@ fn steady_state_steps_do_not_allocate() {
         .into_iter()
         .map(|l| (l, 1, 0, false))
         .chain([(SimdLevel::detect(), 2, 50_000, false)])
-        .chain([(SimdLevel::detect(), 1, 0, true), (SimdLevel::detect(), 2, 0, true)]);
+        .chain([
+            (SimdLevel::detect(), 1, 0, true),
+            (SimdLevel::detect(), 2, 0, true),
+        ]);
     for (level, batch, densify_until, real) in cases {
         let cfg = TrainConfig {
             iterations: 1000,

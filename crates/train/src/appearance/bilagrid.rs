@@ -15,7 +15,10 @@
 //!
 //! Cells are stored `[z][y][x][12]` (row-major 3 x 4 matrices), identity at the start.
 
+use rayon::prelude::*;
 use splat_core::Real;
+
+use super::{apply_matrix, matrix_transpose_times};
 
 /// Cells along x, y and the guidance.
 pub const GRID_W: usize = 16;
@@ -101,12 +104,6 @@ fn matrix<F: Real>(grid: &[F], s: &Sample<F>) -> [F; 12] {
     a
 }
 
-fn affine<F: Real>(a: &[F; 12], rgb: [F; 3]) -> [F; 3] {
-    std::array::from_fn(|r| {
-        a[r * 4] * rgb[0] + a[r * 4 + 1] * rgb[1] + a[r * 4 + 2] * rgb[2] + a[r * 4 + 3]
-    })
-}
-
 /// Applies the grid to rows `y0 ..` of a `w x h` image (`render` and `out` hold those rows).
 pub fn apply_rows<F: Real>(grid: &[F], render: &[F], w: usize, h: usize, y0: usize, out: &mut [F]) {
     for (k, (px, o)) in render
@@ -116,7 +113,7 @@ pub fn apply_rows<F: Real>(grid: &[F], render: &[F], w: usize, h: usize, y0: usi
     {
         let rgb = [px[0], px[1], px[2]];
         let s = sample(k % w, y0 + k / w, w, h, rgb);
-        o.copy_from_slice(&affine(&matrix(grid, &s), rgb));
+        o.copy_from_slice(&apply_matrix(&matrix(grid, &s), rgb));
     }
 }
 
@@ -153,43 +150,67 @@ pub fn backward_rows<F: Real>(
             }
             dgray += s.dweights_dgray[c] * dot;
         }
+        let direct = matrix_transpose_times(&a, go);
         for (ch, g) in gr.iter_mut().enumerate() {
-            let direct = a[ch] * go[0] + a[4 + ch] * go[1] + a[8 + ch] * go[2];
-            *g = direct + dgray * F::c(LUMA[ch]);
+            *g = direct[ch] + dgray * F::c(LUMA[ch]);
         }
     }
 }
 
 /// The total-variation loss of `images` grids (`grids` holds them one after another) times
-/// [`TV_WEIGHT`], adding its gradient into `grad`.
+/// [`TV_WEIGHT`], adding its gradient into `grad`. Grids are independent: they run in parallel, each
+/// walking its cells once (no index arithmetic per value), and their sums are added in grid order.
 pub fn total_variation<F: Real>(grids: &[F], images: usize, grad: &mut [F]) -> f64 {
+    total_variation_with(grids, images, grad, &mut Vec::new())
+}
+
+/// [`total_variation`] with the per-grid sums in `sums` (kept between steps: nothing allocated).
+pub fn total_variation_with<F: Real>(
+    grids: &[F],
+    images: usize,
+    grad: &mut [F],
+    sums: &mut Vec<[f64; 3]>,
+) -> f64 {
     if images == 0 {
         return 0.0;
     }
+    // Per axis (x, y, guidance): the stride between neighbours and the number of pairs of one grid.
     let strides = [12, GRID_W * 12, GRID_W * GRID_H * 12];
     let sizes = [GRID_W, GRID_H, GRID_L];
-    let mut total = 0.0;
-    for axis in 0..3 {
-        let pairs_per_image = PER_IMAGE / sizes[axis] * (sizes[axis] - 1);
-        let count = (pairs_per_image * images) as f64;
-        let k = F::c(TV_WEIGHT / (count * images as f64));
-        let mut sum = 0.0;
-        for g in 0..images {
-            let base = g * PER_IMAGE;
-            for i in 0..PER_IMAGE {
-                let along = (i / strides[axis]) % sizes[axis];
-                if along + 1 == sizes[axis] {
-                    continue;
+    let counts: [f64; 3] =
+        std::array::from_fn(|a| (PER_IMAGE / sizes[a] * (sizes[a] - 1) * images) as f64);
+    let k: [F; 3] = std::array::from_fn(|a| F::c(2.0 * TV_WEIGHT / (counts[a] * images as f64)));
+    sums.clear();
+    sums.resize(images, [0.0; 3]);
+    grids[..images * PER_IMAGE]
+        .par_chunks(PER_IMAGE)
+        .zip(grad.par_chunks_mut(PER_IMAGE))
+        .zip(sums.par_iter_mut())
+        .for_each(|((p, g), sum)| {
+            for z in 0..GRID_L {
+                for y in 0..GRID_H {
+                    for x in 0..GRID_W {
+                        let base = ((z * GRID_H + y) * GRID_W + x) * 12;
+                        let has = [x + 1 < GRID_W, y + 1 < GRID_H, z + 1 < GRID_L];
+                        for axis in 0..3 {
+                            if !has[axis] {
+                                continue;
+                            }
+                            let next = base + strides[axis];
+                            for c in 0..12 {
+                                let d = p[next + c] - p[base + c];
+                                sum[axis] += (d * d).as_f64();
+                                let gd = k[axis] * d;
+                                g[next + c] += gd;
+                                g[base + c] -= gd;
+                            }
+                        }
+                    }
                 }
-                let (a, b) = (base + i, base + i + strides[axis]);
-                let d = grids[b] - grids[a];
-                sum += (d * d).as_f64();
-                let gd = F::c(2.0) * k * d;
-                grad[b] += gd;
-                grad[a] -= gd;
             }
-        }
-        total += sum / count;
-    }
+        });
+    let total: f64 = (0..3)
+        .map(|a| sums.iter().map(|s| s[a]).sum::<f64>() / counts[a])
+        .sum();
     TV_WEIGHT * total / images as f64
 }

@@ -130,12 +130,22 @@ fn affine_identity<F: Real>(params: &mut [F]) {
     }
 }
 
+/// `A (rgb, 1)` for a row-major 3 x 4 matrix `a`.
+pub(crate) fn apply_matrix<F: Real>(a: &[F], rgb: [F; 3]) -> [F; 3] {
+    std::array::from_fn(|r| {
+        a[r * 4] * rgb[0] + a[r * 4 + 1] * rgb[1] + a[r * 4 + 2] * rgb[2] + a[r * 4 + 3]
+    })
+}
+
+/// `A[:, :3]^T go`: the gradient of [`apply_matrix`] with respect to `rgb`.
+pub(crate) fn matrix_transpose_times<F: Real>(a: &[F], go: &[F]) -> [F; 3] {
+    std::array::from_fn(|c| a[c] * go[0] + a[4 + c] * go[1] + a[8 + c] * go[2])
+}
+
 /// `out = A rgb + b` for rows of pixels.
 fn affine_apply<F: Real>(a: &[F], render: &[F], out: &mut [F]) {
     for (px, o) in render.chunks_exact(3).zip(out.chunks_exact_mut(3)) {
-        for r in 0..3 {
-            o[r] = a[r * 4] * px[0] + a[r * 4 + 1] * px[1] + a[r * 4 + 2] * px[2] + a[r * 4 + 3];
-        }
+        o.copy_from_slice(&apply_matrix(a, [px[0], px[1], px[2]]));
     }
 }
 
@@ -149,9 +159,7 @@ fn affine_backward<F: Real>(
 ) {
     let rows = render.chunks_exact(3).zip(go.chunks_exact(3));
     for ((px, g), gr) in rows.zip(grad_render.chunks_exact_mut(3)) {
-        for c in 0..3 {
-            gr[c] = a[c] * g[0] + a[4 + c] * g[1] + a[8 + c] * g[2];
-        }
+        gr.copy_from_slice(&matrix_transpose_times(a, g));
         for r in 0..3 {
             grad_a[r * 4] += g[r] * px[0];
             grad_a[r * 4 + 1] += g[r] * px[1];
@@ -268,6 +276,8 @@ pub struct Appearance {
     /// The models' mean and the identity, per parameter ([`Appearance::center`]).
     mean: Vec<f64>,
     identity: Vec<f64>,
+    /// Per grid, its total-variation sums.
+    tv_sums: Vec<[f64; 3]>,
 }
 
 impl Appearance {
@@ -326,6 +336,16 @@ impl Appearance {
         }
     }
 
+    /// [`regularizer`] with buffers kept between steps.
+    pub fn regularize(&mut self, model: &AppearanceState, grad: &mut [f32]) -> f64 {
+        match model.kind {
+            AppearanceKind::BilateralGrid => {
+                bilagrid::total_variation_with(&model.params, model.images, grad, &mut self.tv_sums)
+            }
+            _ => 0.0,
+        }
+    }
+
     /// Keeps the mean of the models over the images at the identity, by moving every image's model by
     /// the same amount after each update. A colour map applied to the scene and undone in every
     /// image's model renders every photo the same, so the loss cannot tell where the scene's colours
@@ -339,21 +359,31 @@ impl Appearance {
         }
         self.mean.clear();
         self.mean.resize(n, 0.0);
-        for image in model.params.chunks_exact(n) {
-            for (m, &p) in self.mean.iter_mut().zip(image) {
-                *m += p as f64;
-            }
-        }
+        // Per parameter, the sum over the images in image order (whatever the split into chunks).
+        const CHUNK: usize = 1024;
+        let params = &model.params;
+        self.mean
+            .par_chunks_mut(CHUNK)
+            .enumerate()
+            .for_each(|(c, sums)| {
+                for image in params.chunks_exact(n) {
+                    let part = &image[c * CHUNK..c * CHUNK + sums.len()];
+                    for (m, &p) in sums.iter_mut().zip(part) {
+                        *m += p as f64;
+                    }
+                }
+            });
         self.identity.resize(n, 0.0);
         identity(model.kind, &mut self.identity);
         let images = model.images as f64;
         for (m, i) in self.mean.iter_mut().zip(&self.identity) {
             *m = *m / images - i;
         }
-        for image in model.params.chunks_exact_mut(n) {
-            for (p, s) in image.iter_mut().zip(&self.mean) {
+        let shift = &self.mean;
+        model.params.par_chunks_mut(n).for_each(|image| {
+            for (p, s) in image.iter_mut().zip(shift) {
                 *p -= *s as f32;
             }
-        }
+        });
     }
 }

@@ -4,7 +4,7 @@
 //! into `appearance_grads`). The model's update and regularizer run with the optimizer.
 
 use super::Trainer;
-use crate::appearance::{regularizer, AppearanceKind, AppearanceState};
+use crate::appearance::{AppearanceKind, AppearanceState};
 use crate::loss::{loss_grad_and_psnr_masked, LossValue};
 
 impl<'a> Trainer<'a> {
@@ -79,12 +79,8 @@ impl<'a> Trainer<'a> {
             return;
         };
         let kind = model.kind;
-        regularizer(
-            kind,
-            &model.params,
-            model.images,
-            &mut self.appearance_grads,
-        );
+        self.appearance
+            .regularize(model, &mut self.appearance_grads);
         let lr = kind.learning_rate(it, self.cfg.iterations, self.cfg.batch);
         let betas = (crate::adam::BETA1, crate::adam::BETA2);
         let grads = &self.appearance_grads;
@@ -94,4 +90,3 @@ impl<'a> Trainer<'a> {
         self.appearance.center(model);
     }
 }
-
