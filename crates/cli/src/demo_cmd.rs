@@ -113,9 +113,10 @@ pub fn demo(args: DemoArgs) -> Result<()> {
         .run()?
         .expect("runs to the end");
     println!(
-        "demo: test PSNR {:.2} dB, SSIM {:.4} over {} held-out views; {} Gaussians; {} steps in {:.1} s",
+        "demo: test PSNR {:.2} dB, SSIM {:.4}, cc-PSNR {:.2} dB over {} held-out views; {} Gaussians; {} steps in {:.1} s",
         metrics.psnr,
         metrics.ssim,
+        metrics.cc_psnr.unwrap_or(f64::NAN),
         metrics.views.len(),
         metrics.num_gaussians,
         metrics.iterations,

@@ -203,6 +203,7 @@ fn train_eval_render_and_resume_on_a_generated_capture() {
     for key in [
         "psnr",
         "ssim",
+        "cc_psnr",
         "num_gaussians",
         "iterations",
         "train_seconds",
@@ -407,8 +408,8 @@ fn an_antialiased_run_is_evaluated_the_way_it_was_trained() {
 const VOID: &[&str] = &["meta", "img", "br", "rect", "line", "polyline"];
 
 /// Checks the report: well-formed (every element closed, properly nested), self-contained (no
-/// external URL), three SVG plots, three inline PNGs per evaluated view, and table numbers equal to
-/// metrics.json.
+/// external URL), three SVG plots, three inline PNGs per evaluated view, and table numbers (PSNR, SSIM,
+/// cc-PSNR per view and their means) equal to metrics.json.
 fn check_report(path: &Path, metrics: &serde_json::Value) {
     let html = std::fs::read_to_string(path).expect("report.html written");
     assert!(html.starts_with("<!DOCTYPE html>"));
@@ -460,11 +461,10 @@ fn check_report(path: &Path, metrics: &serde_json::Value) {
         .map(|s| s[..s.find('"').unwrap()].parse().unwrap())
         .collect();
     let mut expected = Vec::new();
-    for v in views {
-        expected.push(v["psnr"].as_f64().unwrap());
-        expected.push(v["ssim"].as_f64().unwrap());
+    for v in views.iter().chain([metrics]) {
+        for key in ["psnr", "ssim", "cc_psnr"] {
+            expected.push(v[key].as_f64().unwrap());
+        }
     }
-    expected.push(metrics["psnr"].as_f64().unwrap());
-    expected.push(metrics["ssim"].as_f64().unwrap());
     assert_eq!(values, expected, "report numbers differ from metrics.json");
 }

@@ -193,3 +193,58 @@ fn learning_rates_follow_the_published_schedules() {
     assert!((a.learning_rate(0, 100, 1) - 0.01).abs() < 1e-12);
     assert!((a.learning_rate(100, 100, 1) - 0.001).abs() < 1e-12);
 }
+
+/// gsplat's `total_variation_loss` on grids laid out `(N, 12, L, H, W)`, written from its definition:
+/// per axis the sum of squared neighbour differences over the whole tensor divided by the element count
+/// of one grid's slice (`_num_tensor_elems` leaves out the batch dimension), summed, divided by N.
+fn gsplat_tv(grids: &[f64], n: usize) -> f64 {
+    let (w, h, l) = (bilagrid::GRID_W, bilagrid::GRID_H, bilagrid::GRID_L);
+    // Ours is [N][L][H][W][12].
+    let at = |g: usize, c: usize, z: usize, y: usize, x: usize| {
+        grids[g * bilagrid::PER_IMAGE + ((z * h + y) * w + x) * 12 + c]
+    };
+    let mut tv = 0.0;
+    for axis in 0..3 {
+        let (mut sum, mut count) = (0.0, 0.0);
+        for g in 0..n {
+            for c in 0..12 {
+                for z in 0..l {
+                    for y in 0..h {
+                        for x in 0..w {
+                            let next = match axis {
+                                0 if z + 1 < l => at(g, c, z + 1, y, x),
+                                1 if y + 1 < h => at(g, c, z, y + 1, x),
+                                2 if x + 1 < w => at(g, c, z, y, x + 1),
+                                _ => continue,
+                            };
+                            let d = next - at(g, c, z, y, x);
+                            sum += d * d;
+                            if g == 0 {
+                                count += 1.0;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        tv += sum / count;
+    }
+    tv / n as f64
+}
+
+#[test]
+fn total_variation_is_gsplat_s() {
+    let kind = AppearanceKind::BilateralGrid;
+    for images in [1, 3] {
+        let mut rng = ChaCha8Rng::seed_from_u64(images as u64);
+        let mut params = vec![0.0; images * kind.per_image()];
+        identity(kind, &mut params);
+        for p in params.iter_mut() {
+            *p += rng.random_range(-0.2..0.2);
+        }
+        let mut grad = vec![0.0; params.len()];
+        let ours = regularizer(kind, &params, images, &mut grad);
+        let want = bilagrid::TV_WEIGHT * gsplat_tv(&params, images);
+        assert!((ours - want).abs() < 1e-12 * want, "{images} grids: {ours} vs {want}");
+    }
+}

@@ -10,8 +10,9 @@
 //! trilinear weights; `rgb` gets `A[:, :3]^T go` directly and, through the guidance,
 //! `lum dz/dgray sum_c dw_c/dz <cell_c, dA>`.
 //!
-//! Regularizer: 10 x total variation, as gsplat: per axis the mean squared difference of neighbouring
-//! cells over every grid and channel, summed over the axes and divided by the number of grids.
+//! Regularizer: 10 x total variation, as gsplat: per axis the squared differences of neighbouring cells
+//! summed over every grid and channel and divided by the pairs of one grid, summed over the axes and
+//! divided by the number of grids (the mean over the grids of each grid's total variation).
 //!
 //! Cells are stored `[z][y][x][12]` (row-major 3 x 4 matrices), identity at the start.
 
@@ -177,8 +178,9 @@ pub fn total_variation_with<F: Real>(
     // Per axis (x, y, guidance): the stride between neighbours and the number of pairs of one grid.
     let strides = [12, GRID_W * 12, GRID_W * GRID_H * 12];
     let sizes = [GRID_W, GRID_H, GRID_L];
-    let counts: [f64; 3] =
-        std::array::from_fn(|a| (PER_IMAGE / sizes[a] * (sizes[a] - 1) * images) as f64);
+    // gsplat divides each axis's sum by the pairs of one grid (its `_num_tensor_elems` leaves out the
+    // batch dimension) and the total by the number of grids: the mean over grids of each grid's TV.
+    let counts: [f64; 3] = std::array::from_fn(|a| (PER_IMAGE / sizes[a] * (sizes[a] - 1)) as f64);
     let k: [F; 3] = std::array::from_fn(|a| F::c(2.0 * TV_WEIGHT / (counts[a] * images as f64)));
     sums.clear();
     sums.resize(images, [0.0; 3]);
