@@ -245,6 +245,9 @@ fn total_variation_is_gsplat_s() {
         let mut grad = vec![0.0; params.len()];
         let ours = regularizer(kind, &params, images, &mut grad);
         let want = bilagrid::TV_WEIGHT * gsplat_tv(&params, images);
-        assert!((ours - want).abs() < 1e-12 * want, "{images} grids: {ours} vs {want}");
+        assert!(
+            (ours - want).abs() < 1e-12 * want,
+            "{images} grids: {ours} vs {want}"
+        );
     }
 }
