@@ -342,6 +342,15 @@ figcaption { font-size: 12px; color: #555; }
         );
         html += "\n</div>\n";
     }
+    html += &metrics_table(metrics);
+    html += &views_section(metrics, views);
+    html += "</body></html>\n";
+    html
+}
+
+/// The per-view evaluation table with its mean row.
+fn metrics_table(metrics: &Metrics) -> String {
+    let mut html = String::new();
     html += &format!(
         "<h2>Evaluation ({} views)</h2>\n<table id=\"metrics\"><thead><tr><th>view</th><th>PSNR (dB)</th><th>SSIM</th><th>cc-PSNR (dB)</th></tr></thead><tbody>\n",
         escape(&metrics.split)
@@ -365,6 +374,12 @@ figcaption { font-size: 12px; color: #555; }
         metrics.ssim,
         cc_cell(metrics.cc_psnr, "th")
     );
+    html
+}
+
+/// The ground truth, render and error image of each shown view.
+fn views_section(metrics: &Metrics, views: &[ReportView]) -> String {
+    let mut html = String::new();
     let shown = if views.len() < metrics.views.len() {
         format!(
             " {} of the {} views, evenly spaced.",
@@ -391,7 +406,6 @@ figcaption { font-size: 12px; color: #555; }
         }
         html += "</div>\n";
     }
-    html += "</body></html>\n";
     html
 }
 

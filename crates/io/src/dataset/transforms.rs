@@ -117,6 +117,60 @@ fn image_size(path: &Path) -> Result<(u32, u32), DatasetError> {
         .map_err(|e| DatasetError::invalid(path, format!("cannot read image header: {e}")))
 }
 
+/// Intrinsics of frame `i` (keys missing from the frame come from the file's top level) and the
+/// reference size they are given at.
+fn frame_intrinsics(
+    path: &Path,
+    json: &Value,
+    frame: &Value,
+    i: usize,
+    (w, h): (u32, u32),
+) -> Result<(Intrinsics, f64, f64), DatasetError> {
+    let get = |k: &str| num(frame, k).or_else(|| num(json, k));
+    let ref_w = get("w").unwrap_or(w as f64);
+    let ref_h = get("h").unwrap_or(h as f64);
+    let fx = match (get("fl_x"), get("camera_angle_x")) {
+        (Some(f), _) => f,
+        (None, Some(a)) => 0.5 * ref_w / (0.5 * a).tan(),
+        (None, None) => {
+            return Err(DatasetError::invalid(
+                path,
+                format!("frame {i}: no fl_x or camera_angle_x"),
+            ))
+        }
+    };
+    let fy = match (get("fl_y"), get("camera_angle_y")) {
+        (Some(f), _) => f,
+        (None, Some(a)) => 0.5 * ref_h / (0.5 * a).tan(),
+        (None, None) => fx,
+    };
+    let intr = Intrinsics {
+        fx,
+        fy,
+        cx: get("cx").unwrap_or(0.5 * ref_w),
+        cy: get("cy").unwrap_or(0.5 * ref_h),
+        distortion: [
+            get("k1").unwrap_or(0.0),
+            get("k2").unwrap_or(0.0),
+            get("p1").unwrap_or(0.0),
+            get("p2").unwrap_or(0.0),
+        ],
+    };
+    let vals = [intr.fx, intr.fy, intr.cx, intr.cy, ref_w, ref_h];
+    if vals.iter().any(|v| !v.is_finite())
+        || intr.fx <= 0.0
+        || intr.fy <= 0.0
+        || ref_w <= 0.0
+        || ref_h <= 0.0
+    {
+        return Err(DatasetError::invalid(
+            path,
+            format!("frame {i}: invalid intrinsics {vals:?}"),
+        ));
+    }
+    Ok((intr, ref_w, ref_h))
+}
+
 /// Pending views of one JSON file. `defaults` supplies intrinsics keys missing from a frame.
 fn pending_from_json(
     path: &Path,
@@ -145,48 +199,7 @@ fn pending_from_json(
             missing.push(file.to_string());
             continue;
         };
-        let get = |k: &str| num(frame, k).or_else(|| num(json, k));
-        let ref_w = get("w").unwrap_or(w as f64);
-        let ref_h = get("h").unwrap_or(h as f64);
-        let fx = match (get("fl_x"), get("camera_angle_x")) {
-            (Some(f), _) => f,
-            (None, Some(a)) => 0.5 * ref_w / (0.5 * a).tan(),
-            (None, None) => {
-                return Err(DatasetError::invalid(
-                    path,
-                    format!("frame {i}: no fl_x or camera_angle_x"),
-                ))
-            }
-        };
-        let fy = match (get("fl_y"), get("camera_angle_y")) {
-            (Some(f), _) => f,
-            (None, Some(a)) => 0.5 * ref_h / (0.5 * a).tan(),
-            (None, None) => fx,
-        };
-        let intr = Intrinsics {
-            fx,
-            fy,
-            cx: get("cx").unwrap_or(0.5 * ref_w),
-            cy: get("cy").unwrap_or(0.5 * ref_h),
-            distortion: [
-                get("k1").unwrap_or(0.0),
-                get("k2").unwrap_or(0.0),
-                get("p1").unwrap_or(0.0),
-                get("p2").unwrap_or(0.0),
-            ],
-        };
-        let vals = [intr.fx, intr.fy, intr.cx, intr.cy, ref_w, ref_h];
-        if vals.iter().any(|v| !v.is_finite())
-            || intr.fx <= 0.0
-            || intr.fy <= 0.0
-            || ref_w <= 0.0
-            || ref_h <= 0.0
-        {
-            return Err(DatasetError::invalid(
-                path,
-                format!("frame {i}: invalid intrinsics {vals:?}"),
-            ));
-        }
+        let (intr, ref_w, ref_h) = frame_intrinsics(path, json, frame, i, (w, h))?;
         let (rotation, translation) = opengl_c2w_to_w2c(&matrix(path, frame, i)?);
         out.push(PendingView {
             name: file.trim_start_matches("./").to_string(),
