@@ -62,6 +62,8 @@ pub struct TrainArgs {
     /// `bilateral-grid` (a 16 x 16 x 8 grid of them over position and brightness, gsplat's), or `none`.
     /// Test views and exported scenes use the scene's own colours; the colour-corrected PSNR says how
     /// much of the error is colour alone. Runs on the host with a GPU (per stage, not resident).
+    /// Default `none`: on captures without exposure changes both cost quality (affine up to 0.5 dB,
+    /// the grid 0.9-4.6 dB, BENCHMARKS.md); try `affine` first and judge by cc-PSNR and by eye.
     #[arg(long, value_enum)]
     pub appearance: Option<AppearanceArg>,
     /// Train for at most this long, e.g. `90s`, `5m`, `1h` (training only: loading and the final
