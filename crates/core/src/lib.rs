@@ -15,6 +15,7 @@
 
 pub mod camera;
 pub mod gaussians;
+pub mod lens;
 pub mod math;
 pub mod real;
 pub mod sh;

@@ -4,11 +4,11 @@
 
 use std::path::Path;
 
+use splat_core::lens::Distortion;
 use splat_core::math::{mat3_vec, mat_to_quat, quat_to_mat};
 use splat_core::Camera;
 use splat_io::dataset::colmap::{write, ColmapImage, Points};
 use splat_io::dataset::demo::{demo_cameras, DemoOptions};
-use splat_io::dataset::imageload::distort;
 use splat_io::dataset::{self, DatasetError, DatasetFormat, LoadOptions};
 
 /// A smooth test pattern as a function of ideal normalized image coordinates.
@@ -26,10 +26,10 @@ fn save_png(path: &Path, w: u32, h: u32, rgb: &[f64]) {
 }
 
 /// Inverts `distort` by fixed-point iteration.
-fn undistort_point(d: [f64; 4], xd: f64, yd: f64) -> (f64, f64) {
+fn undistort_point(d: Distortion, xd: f64, yd: f64) -> (f64, f64) {
     let (mut x, mut y) = (xd, yd);
     for _ in 0..50 {
-        let (dx, dy) = distort(d, x, y);
+        let (dx, dy) = d.distort(x, y);
         x += xd - dx;
         y += yd - dy;
     }
@@ -37,7 +37,7 @@ fn undistort_point(d: [f64; 4], xd: f64, yd: f64) -> (f64, f64) {
 }
 
 /// The pattern as a camera with distortion `d` would photograph it.
-fn distorted_image(w: u32, h: u32, k: [f64; 4], d: [f64; 4]) -> Vec<f64> {
+fn distorted_image(w: u32, h: u32, k: [f64; 4], d: Distortion) -> Vec<f64> {
     let [fx, fy, cx, cy] = k;
     let mut out = Vec::new();
     for py in 0..h {
@@ -137,7 +137,7 @@ fn points_bin(p: &Points) -> Vec<u8> {
     b
 }
 
-const MODELS: [(&str, i32, &[f64]); 5] = [
+const MODELS: [(&str, i32, &[f64]); 7] = [
     ("SIMPLE_PINHOLE", 0, &[40.0, 32.0, 24.0]),
     ("PINHOLE", 1, &[40.0, 44.0, 31.0, 25.0]),
     ("SIMPLE_RADIAL", 2, &[40.0, 32.0, 24.0, 0.08]),
@@ -147,24 +147,36 @@ const MODELS: [(&str, i32, &[f64]); 5] = [
         4,
         &[40.0, 44.0, 31.0, 25.0, 0.06, -0.02, 0.004, -0.003],
     ),
+    (
+        "FULL_OPENCV",
+        6,
+        &[
+            40.0, 44.0, 31.0, 25.0, 0.06, -0.02, 0.004, -0.003, 0.01, 0.05, -0.01, 0.005,
+        ],
+    ),
+    ("FOV", 7, &[40.0, 44.0, 31.0, 25.0, 0.6]),
 ];
 
-fn intrinsics(params: &[f64], model: &str) -> ([f64; 4], [f64; 4]) {
+/// The model's intrinsics and distortion, written out here from COLMAP's parameter order.
+fn intrinsics(params: &[f64], model: &str) -> ([f64; 4], Distortion) {
+    let p = params;
+    let one_f = [p[0], p[0], p[1], p[2]];
+    let two_f = || [p[0], p[1], p[2], p[3]];
     match model {
-        "SIMPLE_PINHOLE" => ([params[0], params[0], params[1], params[2]], [0.0; 4]),
-        "PINHOLE" => ([params[0], params[1], params[2], params[3]], [0.0; 4]),
-        "SIMPLE_RADIAL" => (
-            [params[0], params[0], params[1], params[2]],
-            [params[3], 0.0, 0.0, 0.0],
+        "SIMPLE_PINHOLE" => (one_f, Distortion::None),
+        "PINHOLE" => (two_f(), Distortion::None),
+        "SIMPLE_RADIAL" => (one_f, Distortion::opencv(p[3], 0.0, 0.0, 0.0)),
+        "RADIAL" => (one_f, Distortion::opencv(p[3], p[4], 0.0, 0.0)),
+        "OPENCV" => (two_f(), Distortion::opencv(p[4], p[5], p[6], p[7])),
+        "FULL_OPENCV" => (
+            two_f(),
+            Distortion::OpenCv {
+                k: [p[4], p[5], p[8], p[9], p[10], p[11]],
+                p: [p[6], p[7]],
+            },
         ),
-        "RADIAL" => (
-            [params[0], params[0], params[1], params[2]],
-            [params[3], params[4], 0.0, 0.0],
-        ),
-        _ => (
-            [params[0], params[1], params[2], params[3]],
-            [params[4], params[5], params[6], params[7]],
-        ),
+        "FOV" => (two_f(), Distortion::Fov { omega: p[4] }),
+        _ => unreachable!("{model}"),
     }
 }
 
@@ -414,7 +426,10 @@ fn instant_ngp_transforms_top_level_and_per_frame_intrinsics_with_distortion() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     std::fs::create_dir_all(root.join("images")).unwrap();
-    let d = [0.05, -0.01, 0.002, 0.001];
+    let d = Distortion::OpenCv {
+        k: [0.05, -0.01, 0.02, 0.0, 0.0, 0.0],
+        p: [0.002, 0.001],
+    };
     let k = [30.0, 31.0, 24.5, 17.5];
     let img = distorted_image(w, h, k, d);
     let mut frames = Vec::new();
@@ -435,7 +450,7 @@ fn instant_ngp_transforms_top_level_and_per_frame_intrinsics_with_distortion() {
     }
     let json = serde_json::json!({
         "fl_x": k[0], "fl_y": k[1], "cx": k[2], "cy": k[3], "w": w, "h": h,
-        "k1": d[0], "k2": d[1], "p1": d[2], "p2": d[3], "frames": frames
+        "k1": 0.05, "k2": -0.01, "k3": 0.02, "p1": 0.002, "p2": 0.001, "frames": frames
     });
     std::fs::write(root.join("transforms.json"), json.to_string()).unwrap();
     assert_eq!(dataset::detect(root).unwrap(), DatasetFormat::Transforms);
@@ -468,6 +483,23 @@ fn instant_ngp_transforms_top_level_and_per_frame_intrinsics_with_distortion() {
     let got = v.image.data[((18 * w + 24) * 3) as usize] as f64 / 255.0;
     let ideal = pattern((24.5 - k[2]) / k[0], (18.5 - k[3]) / k[1])[0];
     assert!((got - ideal).abs() < 0.02);
+    // A fisheye camera_model, and nerfstudio's perspective k4, are refused with the file named.
+    for (key, value, says) in [
+        (
+            "camera_model",
+            serde_json::json!("OPENCV_FISHEYE"),
+            "fisheye",
+        ),
+        ("k4", serde_json::json!(0.01), "k4"),
+    ] {
+        let mut bad = json.clone();
+        bad[key] = value;
+        std::fs::write(root.join("transforms.json"), bad.to_string()).unwrap();
+        let e = dataset::load(root, &LoadOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(says) && e.contains("transforms.json"), "{e}");
+    }
 }
 
 fn npy(rows: &[[f64; 17]]) -> Vec<u8> {
@@ -566,17 +598,28 @@ fn malformed_datasets_give_clear_errors() {
     let f = fixture(3, 32, 24);
     write_colmap(root, &f, MODELS[0], true, 32, 24);
     let sparse = root.join("sparse/0");
-    // Unknown camera model.
+    // A fisheye camera (not rendered yet) and an unknown model id.
     std::fs::write(
         sparse.join("cameras.bin"),
-        cameras_bin(6, 32, 24, &[1.0; 12]),
+        cameras_bin(5, 32, 24, &[1.0; 8]),
     )
     .unwrap();
     let e = load(&LoadOptions::default()).unwrap_err();
     assert!(
-        e.contains("FULL_OPENCV") && e.contains("cameras.bin"),
+        e.contains("OPENCV_FISHEYE") && e.contains("fisheye") && e.contains("cameras.bin"),
         "{e}"
     );
+    std::fs::write(sparse.join("cameras.bin"), cameras_bin(42, 32, 24, &[])).unwrap();
+    let e = load(&LoadOptions::default()).unwrap_err();
+    assert!(e.contains("id 42") && e.contains("cameras.bin"), "{e}");
+    // A FOV omega with no lens behind it.
+    std::fs::write(
+        sparse.join("cameras.bin"),
+        cameras_bin(7, 32, 24, &[40.0, 40.0, 16.0, 12.0, 3.5]),
+    )
+    .unwrap();
+    let e = load(&LoadOptions::default()).unwrap_err();
+    assert!(e.contains("omega") && e.contains("cameras.bin"), "{e}");
     // Truncated cameras file and absurd counts.
     std::fs::write(
         sparse.join("cameras.bin"),

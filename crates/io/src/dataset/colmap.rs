@@ -9,9 +9,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use splat_core::lens::Distortion;
+
 use super::DatasetError;
 
-/// Camera models we read. Distorted ones are undistorted to pinhole when images are loaded.
+/// Camera models we read: the perspective ones. Distorted ones are undistorted to pinhole when images
+/// are loaded ([`Distortion`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum CameraModel {
     SimplePinhole,
@@ -19,6 +22,8 @@ pub enum CameraModel {
     SimpleRadial,
     Radial,
     OpenCv,
+    FullOpenCv,
+    Fov,
 }
 
 impl CameraModel {
@@ -30,6 +35,8 @@ impl CameraModel {
             CameraModel::SimpleRadial => "SIMPLE_RADIAL",
             CameraModel::Radial => "RADIAL",
             CameraModel::OpenCv => "OPENCV",
+            CameraModel::FullOpenCv => "FULL_OPENCV",
+            CameraModel::Fov => "FOV",
         }
     }
 
@@ -40,6 +47,8 @@ impl CameraModel {
             2 => CameraModel::SimpleRadial,
             3 => CameraModel::Radial,
             4 => CameraModel::OpenCv,
+            6 => CameraModel::FullOpenCv,
+            7 => CameraModel::Fov,
             _ => return None,
         })
     }
@@ -51,6 +60,8 @@ impl CameraModel {
             "SIMPLE_RADIAL" => CameraModel::SimpleRadial,
             "RADIAL" => CameraModel::Radial,
             "OPENCV" => CameraModel::OpenCv,
+            "FULL_OPENCV" => CameraModel::FullOpenCv,
+            "FOV" => CameraModel::Fov,
             _ => return None,
         })
     }
@@ -62,6 +73,8 @@ impl CameraModel {
             CameraModel::SimpleRadial => 4,
             CameraModel::Radial => 5,
             CameraModel::OpenCv => 8,
+            CameraModel::FullOpenCv => 12,
+            CameraModel::Fov => 5,
         }
     }
 }
@@ -91,18 +104,53 @@ pub struct ColmapCamera {
     pub fy: f64,
     pub cx: f64,
     pub cy: f64,
-    /// `k1, k2, p1, p2` (zero where the model has none).
-    pub distortion: [f64; 4],
+    pub distortion: Distortion,
 }
 
 impl ColmapCamera {
     fn new(model: CameraModel, width: u64, height: u64, p: &[f64]) -> ColmapCamera {
         let (fx, fy, cx, cy, d) = match model {
-            CameraModel::SimplePinhole => (p[0], p[0], p[1], p[2], [0.0; 4]),
-            CameraModel::Pinhole => (p[0], p[1], p[2], p[3], [0.0; 4]),
-            CameraModel::SimpleRadial => (p[0], p[0], p[1], p[2], [p[3], 0.0, 0.0, 0.0]),
-            CameraModel::Radial => (p[0], p[0], p[1], p[2], [p[3], p[4], 0.0, 0.0]),
-            CameraModel::OpenCv => (p[0], p[1], p[2], p[3], [p[4], p[5], p[6], p[7]]),
+            CameraModel::SimplePinhole => (p[0], p[0], p[1], p[2], Distortion::None),
+            CameraModel::Pinhole => (p[0], p[1], p[2], p[3], Distortion::None),
+            CameraModel::SimpleRadial => (
+                p[0],
+                p[0],
+                p[1],
+                p[2],
+                Distortion::opencv(p[3], 0.0, 0.0, 0.0),
+            ),
+            CameraModel::Radial => (
+                p[0],
+                p[0],
+                p[1],
+                p[2],
+                Distortion::opencv(p[3], p[4], 0.0, 0.0),
+            ),
+            CameraModel::OpenCv => (
+                p[0],
+                p[1],
+                p[2],
+                p[3],
+                Distortion::opencv(p[4], p[5], p[6], p[7]),
+            ),
+            // fx, fy, cx, cy, k1, k2, p1, p2, k3, k4, k5, k6
+            CameraModel::FullOpenCv => {
+                let k = [p[4], p[5], p[8], p[9], p[10], p[11]];
+                (
+                    p[0],
+                    p[1],
+                    p[2],
+                    p[3],
+                    Distortion::OpenCv { k, p: [p[6], p[7]] }.simplified(),
+                )
+            }
+            CameraModel::Fov => (
+                p[0],
+                p[1],
+                p[2],
+                p[3],
+                Distortion::Fov { omega: p[4] }.simplified(),
+            ),
         };
         ColmapCamera {
             model,
@@ -117,7 +165,7 @@ impl ColmapCamera {
     }
 
     pub fn is_distorted(&self) -> bool {
-        self.distortion.iter().any(|&v| v != 0.0)
+        !self.distortion.is_identity()
     }
 }
 
@@ -281,7 +329,9 @@ fn finite(path: &Path, what: &str, values: &[f64]) -> Result<(), DatasetError> {
 fn check_camera(path: &Path, id: u32, cam: &ColmapCamera) -> Result<(), DatasetError> {
     let vals = [cam.fx, cam.fy, cam.cx, cam.cy];
     finite(path, &format!("camera {id}"), &vals)?;
-    finite(path, &format!("camera {id}"), &cam.distortion)?;
+    cam.distortion
+        .check()
+        .map_err(|e| DatasetError::invalid(path, format!("camera {id}: {e}")))?;
     if cam.width == 0 || cam.height == 0 || cam.width > 1 << 16 || cam.height > 1 << 16 {
         return Err(DatasetError::invalid(
             path,
@@ -298,11 +348,17 @@ fn check_camera(path: &Path, id: u32, cam: &ColmapCamera) -> Result<(), DatasetE
 }
 
 fn unsupported_model(path: &Path, id: u32, model: &str) -> DatasetError {
+    let why = if model.contains("FISHEYE") {
+        "a fisheye model: no pinhole image holds its field of view, and fisheye cameras are not \
+         rendered natively yet"
+    } else {
+        "not a COLMAP camera model this reader knows"
+    };
     DatasetError::invalid(
         path,
         format!(
-            "camera {id} uses model {model}, which is not supported \
-             (SIMPLE_PINHOLE, PINHOLE, SIMPLE_RADIAL, RADIAL, OPENCV are)"
+            "camera {id} uses model {model}, {why} (SIMPLE_PINHOLE, PINHOLE, SIMPLE_RADIAL, RADIAL, \
+             OPENCV, FULL_OPENCV and FOV are read)"
         ),
     )
 }

@@ -2,6 +2,8 @@
 
 use std::path::Path;
 
+use splat_core::lens::Distortion;
+
 use super::DatasetError;
 
 /// An 8-bit RGB image, row-major. Datasets keep images in this form (4x smaller than f32) and
@@ -135,38 +137,32 @@ pub fn downscale(img: &Rgb8Image, factor: u32) -> Rgb8Image {
     }
 }
 
-/// Pinhole intrinsics plus OpenCV distortion `k1, k2, p1, p2` at an image's resolution.
+/// Pinhole intrinsics plus the lens's distortion at an image's resolution.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Intrinsics {
     pub fx: f64,
     pub fy: f64,
     pub cx: f64,
     pub cy: f64,
-    pub distortion: [f64; 4],
-}
-
-/// Applies OpenCV radial-tangential distortion to normalized coordinates.
-pub fn distort(d: [f64; 4], x: f64, y: f64) -> (f64, f64) {
-    let [k1, k2, p1, p2] = d;
-    let r2 = x * x + y * y;
-    let radial = 1.0 + k1 * r2 + k2 * r2 * r2;
-    (
-        x * radial + 2.0 * p1 * x * y + p2 * (r2 + 2.0 * x * x),
-        y * radial + p1 * (r2 + 2.0 * y * y) + 2.0 * p2 * x * y,
-    )
+    pub distortion: Distortion,
 }
 
 /// Resamples a distorted image to the ideal pinhole camera with the same `fx, fy, cx, cy` and size:
 /// every output pixel is mapped through the distortion model and sampled bilinearly. Pixels whose source
-/// falls outside the image take the nearest edge value.
+/// falls outside the image take the nearest edge value; where the model is undefined, black.
 pub fn undistort(img: &Rgb8Image, k: &Intrinsics) -> Rgb8Image {
     let mut data = Vec::with_capacity(img.data.len());
     for y in 0..img.height {
         for x in 0..img.width {
             let nx = (x as f64 + 0.5 - k.cx) / k.fx;
             let ny = (y as f64 + 0.5 - k.cy) / k.fy;
-            let (dx, dy) = distort(k.distortion, nx, ny);
+            let (dx, dy) = k.distortion.distort(nx, ny);
             let (u, v) = (dx * k.fx + k.cx, dy * k.fy + k.cy);
+            if !(u.is_finite() && v.is_finite()) {
+                // Where the model is undefined (a rational model's pole): black, left out of a mask.
+                data.extend([0; 3]);
+                continue;
+            }
             let (uc, vc) = (
                 u.clamp(0.5, img.width as f64 - 0.5),
                 v.clamp(0.5, img.height as f64 - 0.5),

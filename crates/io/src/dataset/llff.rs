@@ -171,7 +171,7 @@ pub fn load_llff(root: &Path, opts: &LoadOptions) -> Result<Dataset, DatasetErro
                 fy: f,
                 cx: 0.5 * w,
                 cy: 0.5 * h,
-                distortion: [0.0; 4],
+                distortion: splat_core::lens::Distortion::None,
             },
             ref_size: (w, h),
             mask: None,

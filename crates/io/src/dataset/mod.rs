@@ -468,7 +468,7 @@ fn load_view(
         cy: p.intrinsics.cy * sy,
         distortion: p.intrinsics.distortion,
     };
-    let distorted = k.distortion.iter().any(|&d| d != 0.0);
+    let distorted = !k.distortion.is_identity();
     let finish = |img: Rgb8Image| {
         if distorted {
             imageload::undistort(&img, &k)
@@ -699,7 +699,7 @@ mod tests {
             fy: 10.0,
             cx: 4.0,
             cy: 3.0,
-            distortion: [k1, 0.0, 0.0, 0.0],
+            distortion: splat_core::lens::Distortion::opencv(k1, 0.0, 0.0, 0.0),
         }
     }
 

@@ -1,6 +1,7 @@
 //! `transforms*.json` datasets: NeRF-synthetic (`transforms_train.json` / `transforms_test.json`,
 //! `camera_angle_x`, RGBA on a background) and instant-ngp / nerfstudio (`transforms.json` with `fl_x`,
-//! `fl_y`, `cx`, `cy`, `w`, `h` and distortion `k1 k2 p1 p2` at the top level or per frame).
+//! `fl_y`, `cx`, `cy`, `w`, `h` and OpenCV distortion `k1 k2 k3 p1 p2` at the top level or per frame;
+//! `camera_model` OPENCV or PINHOLE).
 //!
 //! Poses are camera-to-world in the OpenGL convention (x right, y up, z back); flipping the y and z camera
 //! axes gives OpenCV, which is then inverted to world-to-camera.
@@ -8,6 +9,8 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+
+use splat_core::lens::Distortion;
 
 use super::imageload::Intrinsics;
 use super::{
@@ -139,6 +142,28 @@ fn frame_intrinsics(
             ))
         }
     };
+    let k = |key: &str| get(key).unwrap_or(0.0);
+    let model = (frame
+        .get("camera_model")
+        .or_else(|| json.get("camera_model")))
+    .and_then(Value::as_str)
+    .unwrap_or("OPENCV");
+    if !["OPENCV", "PINHOLE", "SIMPLE_PINHOLE", "PERSPECTIVE"].contains(&model) {
+        return Err(DatasetError::invalid(
+            path,
+            format!(
+                "frame {i}: camera_model {model} is not read (OPENCV and PINHOLE are; fisheye cameras \
+                 are not rendered natively yet)"
+            ),
+        ));
+    }
+    if k("k4") != 0.0 {
+        // nerfstudio's perspective k4 is an r^8 term, which OpenCV's models have not.
+        return Err(DatasetError::invalid(
+            path,
+            format!("frame {i}: k4 on a perspective camera is not read (k1, k2, k3, p1, p2 are)"),
+        ));
+    }
     let fy = match (get("fl_y"), get("camera_angle_y")) {
         (Some(f), _) => f,
         (None, Some(a)) => 0.5 * ref_h / (0.5 * a).tan(),
@@ -149,13 +174,16 @@ fn frame_intrinsics(
         fy,
         cx: get("cx").unwrap_or(0.5 * ref_w),
         cy: get("cy").unwrap_or(0.5 * ref_h),
-        distortion: [
-            get("k1").unwrap_or(0.0),
-            get("k2").unwrap_or(0.0),
-            get("p1").unwrap_or(0.0),
-            get("p2").unwrap_or(0.0),
-        ],
+        // OpenCV's k1, k2, p1, p2 and k3 (nerfstudio's OPENCV camera).
+        distortion: Distortion::OpenCv {
+            k: [k("k1"), k("k2"), k("k3"), 0.0, 0.0, 0.0],
+            p: [k("p1"), k("p2")],
+        }
+        .simplified(),
     };
+    intr.distortion
+        .check()
+        .map_err(|e| DatasetError::invalid(path, format!("frame {i}: {e}")))?;
     let vals = [intr.fx, intr.fy, intr.cx, intr.cy, ref_w, ref_h];
     if vals.iter().any(|v| !v.is_finite())
         || intr.fx <= 0.0
@@ -319,7 +347,7 @@ pub fn load_transforms(root: &Path, opts: &LoadOptions) -> Result<Dataset, Datas
     )?;
     if pending
         .iter()
-        .any(|p| p.intrinsics.distortion.iter().any(|&d| d != 0.0))
+        .any(|p| !p.intrinsics.distortion.is_identity())
     {
         notes.push("undistorting to pinhole (k1 k2 p1 p2)".into());
     }
