@@ -19,6 +19,7 @@ pub mod backend;
 pub mod bin;
 pub mod brute;
 pub mod cpu;
+pub mod fisheye;
 pub mod pipeline;
 pub mod project;
 pub mod project_bwd;
