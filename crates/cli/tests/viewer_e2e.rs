@@ -236,6 +236,7 @@ fn f64s(v: &serde_json::Value) -> Vec<f64> {
 fn camera_from_header(h: &serde_json::Value) -> splat_core::Camera {
     let c = f64s(&h["camera"]);
     splat_core::Camera {
+        projection: splat_core::Projection::Pinhole,
         width: h["width"].as_u64().unwrap() as u32,
         height: h["height"].as_u64().unwrap() as u32,
         fx: c[0],

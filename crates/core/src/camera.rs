@@ -1,4 +1,4 @@
-//! Pinhole cameras in the OpenCV/COLMAP convention.
+//! Cameras in the OpenCV/COLMAP convention: pinhole, or the equidistant fisheye ([`Projection`]).
 //!
 //! Camera space: x right, y down, z forward (looking along +z). A camera stores the world-to-camera transform
 //! `x_cam = R x_world + t` (COLMAP's `qvec`/`tvec`). Pixel `(i, j)` (column, row) covers the continuous
@@ -6,11 +6,24 @@
 //! projects to `u = fx x / z + cx`, `v = fy y / z + cy` in the same continuous coordinates, so `cx = width / 2`
 //! is the middle of the image.
 
-use crate::math::{dot3, mat3_t_vec, Mat3, Vec3};
+use crate::math::{dot3, mat3_t_vec, mat3_vec, Mat3, Vec3};
 
-/// A pinhole camera: intrinsics plus world-to-camera pose. Kept in `f64`; stages convert.
+/// How a camera maps a camera-space direction to the image.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Projection {
+    /// `u = fx x / z + cx` (the default; distorted perspective photos are resampled to it at load).
+    #[default]
+    Pinhole,
+    /// The ideal equidistant fisheye: a direction at angle `theta` from the optical axis lands `theta`
+    /// focal lengths from the principal point, `u = fx theta x / r + cx` (`r = sqrt(x^2 + y^2)`), so a
+    /// field of view of 180 degrees and more fits. Fisheye photos are resampled to it at load.
+    Equidistant,
+}
+
+/// A camera: intrinsics, projection and world-to-camera pose. Kept in `f64`; stages convert.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Camera {
+    pub projection: Projection,
     pub width: u32,
     pub height: u32,
     pub fx: f64,
@@ -42,6 +55,7 @@ impl Camera {
         let translation = [-dot3(right, eye), -dot3(down, eye), -dot3(forward, eye)];
         let fx = 0.5 * width as f64 / (0.5 * fov_x_degrees.to_radians()).tan();
         Camera {
+            projection: Projection::Pinhole,
             width,
             height,
             fx,
@@ -88,12 +102,52 @@ impl Camera {
         [-c[0], -c[1], -c[2]]
     }
 
-    /// `tan` of half the horizontal and vertical fields of view, `(width / 2fx, height / 2fy)`.
+    /// `tan` of half the horizontal and vertical fields of view of a pinhole camera, `(width / 2fx,
+    /// height / 2fy)` (for the equidistant fisheye these are the half angles in radians).
     pub fn tan_half_fov(&self) -> (f64, f64) {
         (
             0.5 * self.width as f64 / self.fx,
             0.5 * self.height as f64 / self.fy,
         )
+    }
+
+    /// The camera-space coordinates of a world point, `R x + t`.
+    pub fn to_camera_space(&self, world: Vec3<f64>) -> Vec3<f64> {
+        let p = mat3_vec(&self.rotation, world);
+        [0, 1, 2].map(|i| p[i] + self.translation[i])
+    }
+
+    /// Where a camera-space point lands (continuous pixel coordinates) and its depth: `z` for the
+    /// pinhole, the distance for the equidistant fisheye (as the renderer sorts). `None` when the
+    /// pinhole's `z` is not positive, or at the camera centre.
+    pub fn project_camera_space(&self, p: Vec3<f64>) -> Option<([f64; 2], f64)> {
+        match self.projection {
+            Projection::Pinhole => (p[2] > 0.0).then(|| {
+                let uv = [
+                    self.fx * p[0] / p[2] + self.cx,
+                    self.fy * p[1] / p[2] + self.cy,
+                ];
+                (uv, p[2])
+            }),
+            Projection::Equidistant => {
+                let r = p[0].hypot(p[1]);
+                let dist = r.hypot(p[2]);
+                if !(dist > 0.0) {
+                    return None;
+                }
+                // theta / r, 1 / z on the axis.
+                let rho = if r > 0.0 {
+                    r.atan2(p[2]) / r
+                } else {
+                    1.0 / p[2]
+                };
+                let uv = [
+                    self.fx * rho * p[0] + self.cx,
+                    self.fy * rho * p[1] + self.cy,
+                ];
+                Some((uv, dist))
+            }
+        }
     }
 
     pub fn num_pixels(&self) -> usize {
@@ -117,7 +171,6 @@ fn normalize(v: Vec3<f64>) -> Vec3<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::math::mat3_vec;
 
     #[test]
     fn look_at_puts_target_on_the_optical_axis_and_up_upwards() {
@@ -144,6 +197,31 @@ mod tests {
         let q = mat3_vec(&cam.rotation, [0.0, 0.0, 0.5]);
         let y = q[1] + cam.translation[1];
         assert!(y < 0.0);
+    }
+
+    #[test]
+    fn projections_of_camera_space_points() {
+        let mut cam = Camera::look_at([0.0; 3], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0], 90.0, 64, 48);
+        let p = [0.5, -0.25, 2.0];
+        let (uv, depth) = cam.project_camera_space(p).unwrap();
+        assert_eq!(
+            (uv, depth),
+            ([cam.fx * 0.25 + 32.0, cam.fy * -0.125 + 24.0], 2.0)
+        );
+        assert!(cam.project_camera_space([0.1, 0.0, -1.0]).is_none());
+        // The fisheye: theta focal lengths from the centre, beside and behind the camera too.
+        cam.projection = Projection::Equidistant;
+        for p in [[0.5, -0.25, 2.0], [1.0, 0.0, 0.0], [0.3, 0.4, -1.0]] {
+            let (uv, depth) = cam.project_camera_space(p).unwrap();
+            let r: f64 = p[0] * p[0] + p[1] * p[1];
+            let theta = r.sqrt().atan2(p[2]);
+            let off = ((uv[0] - 32.0) / cam.fx).hypot((uv[1] - 24.0) / cam.fy);
+            assert!(
+                (off - theta).abs() < 1e-12 && (depth - (r + p[2] * p[2]).sqrt()).abs() < 1e-12
+            );
+        }
+        let (uv, _) = cam.project_camera_space([0.0, 0.0, 3.0]).unwrap();
+        assert_eq!(uv, [32.0, 24.0]);
     }
 }
 

@@ -22,7 +22,7 @@ pub mod sh;
 pub mod synthetic;
 pub mod tiles;
 
-pub use camera::Camera;
+pub use camera::{Camera, Projection};
 pub use gaussians::{logit, sh_coeffs_for_degree, sigmoid, Gaussians, MAX_SH_DEGREE};
 pub use real::Real;
 pub use tiles::{TileGrid, TileRect, TILE_SIZE};

@@ -80,7 +80,12 @@ pub(crate) fn camera_uniform(
             alpha_min as f32,
         ],
         intr: [cam.fx, cam.fy, cam.cx, cam.cy],
-        lim: [cam.lim_x, cam.lim_y, NEAR_PLANE as f32, DILATION as f32],
+        // The fisheye: its cull angle, and -1 for the shader's `is_fisheye`.
+        lim: if cam.fisheye {
+            [cam.max_theta, -1.0, NEAR_PLANE as f32, DILATION as f32]
+        } else {
+            [cam.lim_x, cam.lim_y, NEAR_PLANE as f32, DILATION as f32]
+        },
         dims: [camera.width, camera.height, grid.tiles_x, grid.tiles_y],
         counts,
     }

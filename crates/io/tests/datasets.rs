@@ -6,7 +6,7 @@ use std::path::Path;
 
 use splat_core::lens::Distortion;
 use splat_core::math::{mat3_vec, mat_to_quat, quat_to_mat};
-use splat_core::Camera;
+use splat_core::{Camera, Projection};
 use splat_io::dataset::colmap::{write, ColmapImage, Points};
 use splat_io::dataset::demo::{demo_cameras, DemoOptions};
 use splat_io::dataset::{self, DatasetError, DatasetFormat, LoadOptions};
@@ -36,6 +36,17 @@ fn undistort_point(d: Distortion, xd: f64, yd: f64) -> (f64, f64) {
     (x, y)
 }
 
+/// The pinhole coordinates `X / Z, Y / Z` of the ideal camera's normalized coordinates: themselves,
+/// or for a fisheye (equidistant coordinates `theta (x, y) / r`) `tan(theta) (x, y) / theta`.
+fn pinhole_of(d: Distortion, x: f64, y: f64) -> (f64, f64) {
+    let theta = x.hypot(y);
+    if !d.is_fisheye() || theta == 0.0 {
+        return (x, y);
+    }
+    let s = theta.tan() / theta;
+    (x * s, y * s)
+}
+
 /// The pattern as a camera with distortion `d` would photograph it.
 fn distorted_image(w: u32, h: u32, k: [f64; 4], d: Distortion) -> Vec<f64> {
     let [fx, fy, cx, cy] = k;
@@ -44,6 +55,7 @@ fn distorted_image(w: u32, h: u32, k: [f64; 4], d: Distortion) -> Vec<f64> {
         for px in 0..w {
             let (xd, yd) = ((px as f64 + 0.5 - cx) / fx, (py as f64 + 0.5 - cy) / fy);
             let (x, y) = undistort_point(d, xd, yd);
+            let (x, y) = pinhole_of(d, x, y);
             out.extend(pattern(x, y));
         }
     }
@@ -137,7 +149,7 @@ fn points_bin(p: &Points) -> Vec<u8> {
     b
 }
 
-const MODELS: [(&str, i32, &[f64]); 7] = [
+const MODELS: [(&str, i32, &[f64]); 11] = [
     ("SIMPLE_PINHOLE", 0, &[40.0, 32.0, 24.0]),
     ("PINHOLE", 1, &[40.0, 44.0, 31.0, 25.0]),
     ("SIMPLE_RADIAL", 2, &[40.0, 32.0, 24.0, 0.08]),
@@ -155,6 +167,20 @@ const MODELS: [(&str, i32, &[f64]); 7] = [
         ],
     ),
     ("FOV", 7, &[40.0, 44.0, 31.0, 25.0, 0.6]),
+    (
+        "OPENCV_FISHEYE",
+        5,
+        &[40.0, 44.0, 31.0, 25.0, 0.05, -0.01, 0.004, -0.001],
+    ),
+    ("SIMPLE_RADIAL_FISHEYE", 8, &[40.0, 32.0, 24.0, 0.06]),
+    ("RADIAL_FISHEYE", 9, &[40.0, 32.0, 24.0, 0.06, -0.02]),
+    (
+        "THIN_PRISM_FISHEYE",
+        10,
+        &[
+            40.0, 44.0, 31.0, 25.0, 0.05, -0.01, 0.003, -0.002, 0.004, -0.001, 0.002, -0.003,
+        ],
+    ),
 ];
 
 /// The model's intrinsics and distortion, written out here from COLMAP's parameter order.
@@ -176,6 +202,17 @@ fn intrinsics(params: &[f64], model: &str) -> ([f64; 4], Distortion) {
             },
         ),
         "FOV" => (two_f(), Distortion::Fov { omega: p[4] }),
+        "OPENCV_FISHEYE" => (two_f(), Distortion::fisheye([p[4], p[5], p[6], p[7]])),
+        "SIMPLE_RADIAL_FISHEYE" => (one_f, Distortion::fisheye([p[3], 0.0, 0.0, 0.0])),
+        "RADIAL_FISHEYE" => (one_f, Distortion::fisheye([p[3], p[4], 0.0, 0.0])),
+        "THIN_PRISM_FISHEYE" => (
+            two_f(),
+            Distortion::Fisheye {
+                k: [p[4], p[5], p[8], p[9]],
+                p: [p[6], p[7]],
+                s: [p[10], p[11]],
+            },
+        ),
         _ => unreachable!("{model}"),
     }
 }
@@ -248,8 +285,17 @@ fn colmap_every_model_bin_and_txt_with_undistortion() {
             assert_eq!(ds.test[0].name, "img_00.png");
             assert_eq!(ds.test[1].name, "img_08.png");
             assert_eq!(ds.points, f.points, "{tag}");
-            let (k, _) = intrinsics(model.2, model.0);
+            let (k, d) = intrinsics(model.2, model.0);
             let v = &ds.train[0];
+            let fisheye = model.0.ends_with("FISHEYE");
+            let want = if fisheye {
+                Projection::Equidistant
+            } else {
+                Projection::Pinhole
+            };
+            assert_eq!(v.camera.projection, want, "{tag}");
+            // A fisheye photo carries the mask of the pixels its lens photographed.
+            assert_eq!(v.mask.is_some(), fisheye, "{tag}");
             assert_eq!(v.name, "img_01.png");
             assert_eq!(
                 (v.camera.fx, v.camera.fy, v.camera.cx, v.camera.cy),
@@ -262,10 +308,12 @@ fn colmap_every_model_bin_and_txt_with_undistortion() {
             let mut worst = 0.0f64;
             for py in 8..h - 8 {
                 for px in 8..w - 8 {
-                    let ideal = pattern(
+                    let (x, y) = pinhole_of(
+                        d,
                         (px as f64 + 0.5 - k[2]) / k[0],
                         (py as f64 + 0.5 - k[3]) / k[1],
                     );
+                    let ideal = pattern(x, y);
                     for c in 0..3 {
                         let got = v.image.data[((py * w + px) * 3) as usize + c] as f64 / 255.0;
                         worst = worst.max((got - ideal[c]).abs());
@@ -273,7 +321,7 @@ fn colmap_every_model_bin_and_txt_with_undistortion() {
                 }
             }
             assert!(worst < 0.03, "{tag}: undistorted image off by {worst}");
-            let distorted = model.2.len() > 4 || model.0 == "SIMPLE_RADIAL";
+            let distorted = model.2.len() > 4 || model.0 == "SIMPLE_RADIAL" || fisheye;
             assert_eq!(
                 ds.notes.iter().any(|n| n.contains("undistorting")),
                 distorted,
@@ -483,12 +531,12 @@ fn instant_ngp_transforms_top_level_and_per_frame_intrinsics_with_distortion() {
     let got = v.image.data[((18 * w + 24) * 3) as usize] as f64 / 255.0;
     let ideal = pattern((24.5 - k[2]) / k[0], (18.5 - k[3]) / k[1])[0];
     assert!((got - ideal).abs() < 0.02);
-    // A fisheye camera_model, and nerfstudio's perspective k4, are refused with the file named.
+    // A camera_model not read, and nerfstudio's perspective k4, are refused with the file named.
     for (key, value, says) in [
         (
             "camera_model",
-            serde_json::json!("OPENCV_FISHEYE"),
-            "fisheye",
+            serde_json::json!("EQUIRECTANGULAR"),
+            "EQUIRECTANGULAR",
         ),
         ("k4", serde_json::json!(0.01), "k4"),
     ] {
@@ -598,17 +646,7 @@ fn malformed_datasets_give_clear_errors() {
     let f = fixture(3, 32, 24);
     write_colmap(root, &f, MODELS[0], true, 32, 24);
     let sparse = root.join("sparse/0");
-    // A fisheye camera (not rendered yet) and an unknown model id.
-    std::fs::write(
-        sparse.join("cameras.bin"),
-        cameras_bin(5, 32, 24, &[1.0; 8]),
-    )
-    .unwrap();
-    let e = load(&LoadOptions::default()).unwrap_err();
-    assert!(
-        e.contains("OPENCV_FISHEYE") && e.contains("fisheye") && e.contains("cameras.bin"),
-        "{e}"
-    );
+    // An unknown model id.
     std::fs::write(sparse.join("cameras.bin"), cameras_bin(42, 32, 24, &[])).unwrap();
     let e = load(&LoadOptions::default()).unwrap_err();
     assert!(e.contains("id 42") && e.contains("cameras.bin"), "{e}");
@@ -784,4 +822,33 @@ fn images_wider_than_1600_are_resized_unless_a_factor_is_given() {
     let ds = load(needed).unwrap();
     let total: u64 = ds.all_views().map(|v| v.image.data.len() as u64).sum();
     assert_eq!(total, needed);
+}
+
+#[test]
+fn fisheye_validity_leaves_out_where_the_lens_folds_or_has_no_photo() {
+    use splat_io::dataset::imageload::{fisheye_validity, Intrinsics};
+    // theta_d = theta (1 - 0.3 theta^2) stops growing at theta = 1 / sqrt(0.9) (10.54 px at f = 10).
+    let k = Intrinsics {
+        fx: 10.0,
+        fy: 10.0,
+        cx: 16.0,
+        cy: 16.0,
+        distortion: Distortion::fisheye([-0.3, 0.0, 0.0, 0.0]),
+    };
+    let keep = fisheye_validity(32, 32, &k);
+    for y in 0..32 {
+        for x in 0..32 {
+            let r = (x as f64 + 0.5 - 16.0).hypot(y as f64 + 0.5 - 16.0);
+            let want = u8::from(r < 10.0 / 0.9f64.sqrt());
+            assert_eq!(keep[y * 32 + x], want, "pixel {x}, {y} at {r:.2} px");
+        }
+    }
+    // A lens whose photo is smaller than the image: beyond its edge nothing was photographed.
+    let wide = Intrinsics {
+        distortion: Distortion::fisheye([0.5, 0.0, 0.0, 0.0]),
+        ..k
+    };
+    let keep = fisheye_validity(32, 32, &wide);
+    assert_eq!(keep[16 * 32 + 16], 1);
+    assert_eq!(keep[0], 0, "the corner's source is outside the photo");
 }

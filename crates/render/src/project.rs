@@ -6,6 +6,9 @@
 //! - `Sigma2D = T Sigma T^T + 0.3 I` with `T = J R` and `J` the Jacobian of the perspective map at `p`, built
 //!   from `x/z` and `y/z` clamped to `1.3 tan(half fov)` (so Gaussians far outside the view do not explode).
 //!   The `0.3` px dilation is the original low-pass filter.
+//! - The equidistant fisheye ([`splat_core::Projection::Equidistant`], [`crate::fisheye`]) takes its own
+//!   pixel and Jacobian (exact, no clamp); it culls by distance (`|p| <= 0.2`) and by the angle from the
+//!   axis (beyond 1.3 times the image corner's, at most [`MAX_FISHEYE_THETA`]), and sorts by distance.
 //! - conic = `Sigma2D^-1`; culled when `det(Sigma2D) <= 0` (degenerate) or anything is not finite.
 //! - radius = `ceil(3 sqrt(lambda_max))`, `lambda_max = mid + sqrt(max(0.1, mid^2 - det))`; the Gaussian is
 //!   listed in the tiles its square `[u +- r] x [v +- r]` touches and culled when that is none.
@@ -17,7 +20,9 @@
 //!   then applies to `rho o`.
 
 use splat_core::math::{cast3, cast_mat3, mat3_vec, matmul, quat_to_mat, transpose, Mat3, Vec3};
-use splat_core::{sigmoid, Camera, Gaussians, Real, TileGrid, TileRect};
+use splat_core::{sigmoid, Camera, Gaussians, Projection, Real, TileGrid, TileRect};
+
+use crate::fisheye;
 
 use crate::sh::{active_coeffs, color};
 use crate::types::{Projected, ProjectedSlices, RenderSettings};
@@ -33,8 +38,12 @@ pub const NEAR_PLANE: f64 = 0.2;
 pub const DILATION: f64 = 0.3;
 /// The floor of the antialiasing compensation `rho` (squared in [`compensation`]).
 pub const MIN_COMPENSATION: f64 = 0.005;
-/// `x/z`, `y/z` are clamped to this many times `tan(half fov)` before building the Jacobian.
+/// `x/z`, `y/z` are clamped to this many times `tan(half fov)` before building the Jacobian; a fisheye
+/// culls Gaussians further from the axis than this many times the image corner's angle.
 pub const FOV_CLAMP: f64 = 1.3;
+/// The fisheye's cull angle is at most this (radians, 0.9 pi): near `pi` the projection folds the whole
+/// backward hemisphere onto the image circle.
+pub const MAX_FISHEYE_THETA: f64 = 0.9 * std::f64::consts::PI;
 
 /// The camera converted to the stage's scalar type.
 #[derive(Clone, Copy, Debug)]
@@ -48,6 +57,10 @@ pub struct CameraParams<F> {
     pub cy: F,
     pub lim_x: F,
     pub lim_y: F,
+    /// The equidistant fisheye ([`crate::fisheye`]) instead of the pinhole.
+    pub fisheye: bool,
+    /// Fisheye: Gaussians further than this from the optical axis (radians) are culled.
+    pub max_theta: F,
 }
 
 impl<F: Real> CameraParams<F> {
@@ -63,6 +76,8 @@ impl<F: Real> CameraParams<F> {
             cy: F::c(cam.cy),
             lim_x: F::c(FOV_CLAMP * tx),
             lim_y: F::c(FOV_CLAMP * ty),
+            fisheye: cam.projection == Projection::Equidistant,
+            max_theta: F::c((FOV_CLAMP * tx.hypot(ty)).min(MAX_FISHEYE_THETA)),
         }
     }
 }
@@ -85,6 +100,10 @@ pub struct Geometry<F> {
     pub yz: F,
     pub x_in: bool,
     pub y_in: bool,
+    /// The 2D mean.
+    pub uv: [F; 2],
+    /// Depth for sorting: `z`, or the distance for the fisheye.
+    pub depth: F,
     /// `T = J R` (2 x 3).
     pub t: [[F; 3]; 2],
     /// Dilated 2D covariance `(a, b, c)`.
@@ -105,10 +124,21 @@ pub fn geometry<F: Real>(
         pr[1] + cam.translation[1],
         pr[2] + cam.translation[2],
     ];
-    // Also rejects NaN depths.
-    if !(p[2] > F::c(NEAR_PLANE)) {
-        return None;
-    }
+    let fisheye = if cam.fisheye {
+        // The distance, not z, is what the near plane bounds for a camera that sees sideways.
+        let dist = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]).sqrt();
+        let theta = (p[0] * p[0] + p[1] * p[1]).sqrt().atan2(p[2]);
+        if !(dist > F::c(NEAR_PLANE) && theta <= cam.max_theta) {
+            return None;
+        }
+        Some((dist, fisheye::radial(p)))
+    } else {
+        // Also rejects NaN depths.
+        if !(p[2] > F::c(NEAR_PLANE)) {
+            return None;
+        }
+        None
+    };
     let quat_norm = rotation.iter().fold(F::zero(), |s, &v| s + v * v).sqrt();
     let quat = rotation.map(|v| v / quat_norm);
     let rot = quat_to_mat(quat);
@@ -122,10 +152,20 @@ pub fn geometry<F: Real>(
     let y_in = ry >= -cam.lim_y && ry <= cam.lim_y;
     let xz = rx.max(-cam.lim_x).min(cam.lim_x);
     let yz = ry.max(-cam.lim_y).min(cam.lim_y);
-    let j = [
-        [cam.fx / z, F::zero(), -cam.fx * xz / z],
-        [F::zero(), cam.fy / z, -cam.fy * yz / z],
-    ];
+    let (uv, depth, j) = match &fisheye {
+        Some((dist, rad)) => {
+            let (uv, j) = fisheye::project(p, [cam.fx, cam.fy], [cam.cx, cam.cy], rad);
+            (uv, *dist, j)
+        }
+        None => {
+            let uv = [cam.fx * p[0] / z + cam.cx, cam.fy * p[1] / z + cam.cy];
+            let j = [
+                [cam.fx / z, F::zero(), -cam.fx * xz / z],
+                [F::zero(), cam.fy / z, -cam.fy * yz / z],
+            ];
+            (uv, z, j)
+        }
+    };
     let t = matmul(&j, &cam.rotation);
     let cov = matmul(&matmul(&t, &sigma), &transpose(&t));
     let dil = F::c(DILATION);
@@ -141,6 +181,8 @@ pub fn geometry<F: Real>(
         yz,
         x_in,
         y_in,
+        uv,
+        depth,
         t,
         cov2d: [cov[0][0] + dil, cov[0][1], cov[1][1] + dil],
     })
@@ -250,9 +292,7 @@ pub fn project_range<F: Real>(
         }
         let conic = [c / det, -b / det, a / det];
         let radius = radius_of(geo.cov2d, det);
-        let z = geo.p[2];
-        let u = cam.fx * geo.p[0] / z + cam.cx;
-        let v = cam.fy * geo.p[1] / z + cam.cy;
+        let [u, v] = geo.uv;
         let finite = [u, v, radius, conic[0], conic[1], conic[2]]
             .iter()
             .all(|x| x.is_finite());
@@ -278,7 +318,7 @@ pub fn project_range<F: Real>(
         );
         out.means2d[j] = [u, v];
         out.conics[j] = conic;
-        out.depths[j] = z;
+        out.depths[j] = geo.depth;
         out.radii[j] = radius.as_f64().min(u32::MAX as f64).max(1.0) as u32;
         // Only the tiles the alpha >= alpha_min ellipse can reach (it may be none: the Gaussian stays
         // visible, with no intersections).

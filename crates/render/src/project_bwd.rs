@@ -9,6 +9,8 @@
 //! - `T = J R`: `G_J = G_T R^T`; `J` depends on the camera-space mean (through `x/z`, `y/z` only where they
 //!   are inside the clamp range);
 //! - the 2D mean `u = fx x / z + cx`; the colour through the view direction ([`crate::sh::color_backward`]);
+//! - the equidistant fisheye replaces the last two for the mean (its `J` and pixel,
+//!   [`crate::fisheye::project_backward`]);
 //! - antialiased scenes (opacity `rho o`, [`crate::project::compensation`]): with `B = Sigma2D + 0.3 I`
 //!   and its inverse the conic `Q`, `d rho^2 / d Sigma2D = (1 - rho^2) Q - 0.3 det(Q) I` (from
 //!   `adj(Sigma2D) = adj(B) - 0.3 I` for 2 x 2 matrices), `d rho = d rho^2 / (2 rho)`; zero where `rho`
@@ -17,7 +19,8 @@
 use splat_core::math::{mat3_t_vec, matmul, normalize_backward, quat_to_mat_backward, transpose};
 use splat_core::{sigmoid, Camera, Gaussians, Real};
 
-use crate::project::{compensation, geometry, CameraParams, DILATION};
+use crate::fisheye;
+use crate::project::{compensation, geometry, CameraParams, Geometry, DILATION};
 use crate::sh::{active_coeffs, color_backward};
 use crate::types::{
     reset_grads, GaussianGradSlices, GaussianGrads, Projected, ProjectedGrads, RenderSettings,
@@ -118,30 +121,15 @@ pub fn project_backward_range<F: Real>(
         let g_quat_n = quat_to_mat_backward(geo.quat, &g_rot);
         out.rotations[j] = normalize_backward(geo.quat, geo.quat_norm, g_quat_n);
 
-        // T = J R -> J -> camera-space mean.
+        // T = J R -> J -> camera-space mean; and the 2D mean.
         let g_j = matmul(&g_t, &transpose(&cam.rotation));
-        let [x, y, z] = geo.p;
-        let z2 = z * z;
-        let mut gp = [F::zero(); 3];
-        gp[2] += g_j[0][0] * (-cam.fx / z2) + g_j[1][1] * (-cam.fy / z2);
-        gp[2] += g_j[0][2] * cam.fx * geo.xz / z2 + g_j[1][2] * cam.fy * geo.yz / z2;
-        let g_xz = g_j[0][2] * (-cam.fx / z);
-        let g_yz = g_j[1][2] * (-cam.fy / z);
-        if geo.x_in {
-            gp[0] += g_xz / z;
-            gp[2] -= g_xz * x / z2;
-        }
-        if geo.y_in {
-            gp[1] += g_yz / z;
-            gp[2] -= g_yz * y / z2;
-        }
-
-        // 2D mean.
-        let [gu, gv] = grads.grad_means2d[i];
-        gp[0] += gu * cam.fx / z;
-        gp[1] += gv * cam.fy / z;
-        gp[2] -= (gu * cam.fx * x + gv * cam.fy * y) / z2;
-
+        let gp = if cam.fisheye {
+            let rad = fisheye::radial(geo.p);
+            let f = [cam.fx, cam.fy];
+            fisheye::project_backward(geo.p, f, &rad, grads.grad_means2d[i], &g_j)
+        } else {
+            pinhole_backward(cam, &geo, grads.grad_means2d[i], &g_j)
+        };
         let mut g_mean = mat3_t_vec(&cam.rotation, gp);
 
         // Colour (the SH coefficients' gradients only where the caller wants them stored).
@@ -162,4 +150,37 @@ pub fn project_backward_range<F: Real>(
         }
         out.means[j] = g_mean;
     }
+}
+
+/// The pinhole's camera-space mean gradient from those of the 2D mean and of `J` (whose `x/z`, `y/z`
+/// count only inside the clamp range).
+#[inline]
+fn pinhole_backward<F: Real>(
+    cam: &CameraParams<F>,
+    geo: &Geometry<F>,
+    g_uv: [F; 2],
+    g_j: &[[F; 3]; 2],
+) -> [F; 3] {
+    let [x, y, z] = geo.p;
+    let z2 = z * z;
+    let mut gp = [F::zero(); 3];
+    gp[2] += g_j[0][0] * (-cam.fx / z2) + g_j[1][1] * (-cam.fy / z2);
+    gp[2] += g_j[0][2] * cam.fx * geo.xz / z2 + g_j[1][2] * cam.fy * geo.yz / z2;
+    let g_xz = g_j[0][2] * (-cam.fx / z);
+    let g_yz = g_j[1][2] * (-cam.fy / z);
+    if geo.x_in {
+        gp[0] += g_xz / z;
+        gp[2] -= g_xz * x / z2;
+    }
+    if geo.y_in {
+        gp[1] += g_yz / z;
+        gp[2] -= g_yz * y / z2;
+    }
+
+    // 2D mean.
+    let [gu, gv] = g_uv;
+    gp[0] += gu * cam.fx / z;
+    gp[1] += gv * cam.fy / z;
+    gp[2] -= (gu * cam.fx * x + gv * cam.fy * y) / z2;
+    gp
 }

@@ -21,7 +21,7 @@ mod common;
 
 use common::{backward, forward, random_weights, test_camera};
 use splat_core::synthetic::{random_scene, RandomSceneOptions};
-use splat_core::{logit, Camera, Gaussians, TileGrid};
+use splat_core::{logit, Camera, Gaussians, Projection, TileGrid};
 use splat_render::{
     rasterize_bwd, rasterize_fwd, Cutoffs, Projected, ProjectedGrads, RasterOutput, RenderSettings,
 };
@@ -215,6 +215,52 @@ fn smooth_antialiased_all_parameters() {
         "the tiny Gaussian is not at the floor: {rho:?}"
     );
     check_all_parameters(&g, &cam, &settings, &weights, "antialiased");
+}
+
+/// The equidistant fisheye (`splat_render::fisheye`): a camera seeing 138 degrees across, the smooth
+/// scene near the axis plus Gaussians at 60-100 degrees from it (beyond 90 they are behind the camera's
+/// plane and still reach the image).
+#[test]
+fn smooth_fisheye_all_parameters() {
+    let (w, h) = (48, 40);
+    let mut cam = test_camera(w, h);
+    cam.projection = Projection::Equidistant;
+    (cam.fx, cam.fy) = (20.0, 20.0);
+    let weights = random_weights(27, (w * h * 3) as usize);
+    let mut g = smooth_scene(400, 1);
+    let rest = vec![0.05; g.sh_rest_len()];
+    let wide = [[3.5, 0.0, -2.5], [-3.0, 1.0, -3.0], [4.0, 0.5, -4.5]];
+    for (k, mean) in wide.iter().enumerate() {
+        g.push(
+            *mean,
+            [-0.2, -0.5, -0.3],
+            [0.9, 0.1 * k as f64, -0.2, 0.3],
+            logit(0.6),
+            [0.3, -0.2, 0.4],
+            &rest,
+        );
+    }
+    let mut settings = RenderSettings::new(1);
+    settings.cutoffs = Cutoffs::SMOOTH;
+    let p = forward(&g, &cam, &settings).projected;
+    let angles: Vec<f64> = wide
+        .iter()
+        .map(|m| {
+            let c = splat_core::math::mat3_vec(&cam.rotation, *m);
+            let c = [0, 1, 2].map(|i| c[i] + cam.translation[i]);
+            c[0].hypot(c[1]).atan2(c[2]).to_degrees()
+        })
+        .collect();
+    assert!(angles[0] > 55.0 && angles[2] > 90.0, "{angles:?}");
+    for k in 0..wide.len() {
+        let i = g.len() - wide.len() + k;
+        assert!(
+            p.radii[i] > 0,
+            "wide Gaussian {k} at {:.0} deg culled",
+            angles[k]
+        );
+    }
+    check_all_parameters(&g, &cam, &settings, &weights, "fisheye");
 }
 
 #[test]

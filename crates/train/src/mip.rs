@@ -1,7 +1,8 @@
 //! Mip-Splatting's 3D smoothing filter (Yu et al. 2024): a Gaussian may not be smaller than what the
 //! training cameras can resolve. Each Gaussian gets a filter size
 //! `sigma_i = sqrt(0.2) d_i / f`, `d_i` the smallest camera-space depth over the training cameras that
-//! see its centre (depth > 0.2, the projection inside the image with a 15% margin; a Gaussian no camera
+//! see its centre (`z`, the distance for a fisheye; depth > 0.2, the projection inside the image with a
+//! 15% margin; a Gaussian no camera
 //! sees takes the largest `d` of those seen) and `f` the largest focal length in pixels. What is
 //! rendered is the Gaussian convolved with an isotropic Gaussian of that size: per axis
 //! `s_eff = sqrt(s^2 + sigma^2)` (exact for the isotropic filter: the covariance gains `sigma^2 I`, whose
@@ -37,24 +38,19 @@ pub fn filter_sizes(g: &Gaussians<f32>, views: &[View]) -> Vec<f32> {
         focal = focal.max(c.fx).max(c.fy);
         let (w, h) = (c.width as f64, c.height as f64);
         for (i, m) in g.means.iter().enumerate() {
-            let m = m.map(|x| x as f64);
-            let p: [f64; 3] = std::array::from_fn(|r| {
-                c.rotation[r][0] * m[0]
-                    + c.rotation[r][1] * m[1]
-                    + c.rotation[r][2] * m[2]
-                    + c.translation[r]
-            });
-            if !(p[2] > MIN_DEPTH) {
+            let p = c.to_camera_space(m.map(|x| x as f64));
+            let Some(([u, v], depth)) = c.project_camera_space(p) else {
+                continue;
+            };
+            if !(depth > MIN_DEPTH) {
                 continue;
             }
-            let u = c.fx * p[0] / p[2] + c.cx;
-            let v = c.fy * p[1] / p[2] + c.cy;
             let inside = u >= -SCREEN_MARGIN * w
                 && u <= (1.0 + SCREEN_MARGIN) * w
                 && v >= -SCREEN_MARGIN * h
                 && v <= (1.0 + SCREEN_MARGIN) * h;
-            if inside && p[2] < nearest[i] {
-                nearest[i] = p[2];
+            if inside && depth < nearest[i] {
+                nearest[i] = depth;
             }
         }
     }

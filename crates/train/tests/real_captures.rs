@@ -1,6 +1,10 @@
 //! Training with masks and per-image appearance models: left-out pixels change nothing, the models
 //! resume bit for bit from a checkpoint, and they learn.
 
+mod common;
+
+use common::cpu;
+
 use std::path::Path;
 
 use rand::{Rng, SeedableRng};
@@ -8,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use splat_io::dataset::demo::{write_demo_dataset, DemoOptions};
 use splat_io::dataset::demo_variants::DemoVariant;
 use splat_io::dataset::{self, Dataset, LoadOptions};
-use splat_render::{Backend, CpuBackend};
+use splat_render::CpuBackend;
 use splat_train::appearance::AppearanceKind;
 use splat_train::run::{self, RunConfig, Start, TrainRun};
 use splat_train::{TrainConfig, TrainData, Trainer};
@@ -22,16 +26,7 @@ fn demo(dir: &Path, variant: DemoVariant) -> (Dataset, LoadOptions) {
         seed: 5,
         variant,
     };
-    write_demo_dataset(dir, &opts).unwrap();
-    let load = LoadOptions {
-        eval: true,
-        ..Default::default()
-    };
-    (dataset::load(dir, &load).unwrap(), load)
-}
-
-fn cpu() -> Box<dyn Backend + Send> {
-    Box::new(CpuBackend::new())
+    common::load_demo(dir, &opts)
 }
 
 /// Densifies, resets opacity and raises the SH degree within a short run.

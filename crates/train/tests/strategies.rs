@@ -5,11 +5,15 @@
 //! one threshold it densifies more. `--mip-filter`: resumes bitwise (the sizes are in the checkpoint),
 //! the exported scene has the filter baked in, the two CPU backends agree.
 
+mod common;
+
+use common::cpu;
+
 use std::path::Path;
 
-use splat_io::dataset::demo::{write_demo_dataset, DemoOptions};
-use splat_io::dataset::{self, Dataset, LoadOptions};
-use splat_render::{Backend, CpuBackend, ReferenceBackend};
+use splat_io::dataset::demo::DemoOptions;
+use splat_io::dataset::{Dataset, LoadOptions};
+use splat_render::{Backend, ReferenceBackend};
 use splat_train::config::{McmcConfig, Strategy};
 use splat_train::metrics::Metrics;
 use splat_train::run::{self, OnStep, RunConfig, Start, TrainRun};
@@ -24,16 +28,7 @@ fn demo(dir: &Path, points: usize) -> (Dataset, LoadOptions) {
         seed: 5,
         ..Default::default()
     };
-    write_demo_dataset(dir, &opts).unwrap();
-    let load = LoadOptions {
-        eval: true,
-        ..Default::default()
-    };
-    (dataset::load(dir, &load).unwrap(), load)
-}
-
-fn cpu() -> Box<dyn Backend + Send> {
-    Box::new(CpuBackend::new())
+    common::load_demo(dir, &opts)
 }
 
 fn reference() -> Box<dyn Backend + Send> {

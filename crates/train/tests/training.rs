@@ -1,25 +1,19 @@
 //! Training end to end on small generated captures: resume is bit-exact, the demo learns, densification
 //! edits parameters and moments together.
 
+mod common;
+
+use common::cpu;
+
 use std::path::Path;
 
-use splat_io::dataset::demo::{write_demo_dataset, DemoOptions};
-use splat_io::dataset::{self, Dataset, LoadOptions};
-use splat_render::{Backend, CpuBackend};
+use splat_io::dataset::demo::DemoOptions;
+use splat_io::dataset::{Dataset, LoadOptions};
 use splat_train::run::{self, OnStep, RunConfig, Start, TrainRun};
 use splat_train::{StepStats, TrainConfig, TrainData};
 
 fn demo_dataset(dir: &Path, opts: DemoOptions) -> (Dataset, LoadOptions) {
-    write_demo_dataset(dir, &opts).unwrap();
-    let load = LoadOptions {
-        eval: true,
-        ..Default::default()
-    };
-    (dataset::load(dir, &load).unwrap(), load)
-}
-
-fn cpu() -> Box<dyn Backend + Send> {
-    Box::new(CpuBackend::new())
+    common::load_demo(dir, &opts)
 }
 
 /// A short schedule that still densifies, resets opacity and raises the SH degree several times.

@@ -74,6 +74,7 @@ impl WireCamera {
 
     pub fn to_camera(&self) -> Camera {
         Camera {
+            projection: splat_core::Projection::Pinhole,
             width: self.width,
             height: self.height,
             fx: self.fx,
@@ -264,6 +265,7 @@ mod tests {
     #[test]
     fn dataset_requests_scale_to_the_page() {
         let cam = Camera {
+            projection: splat_core::Projection::Pinhole,
             width: 800,
             height: 600,
             fx: 700.0,

@@ -10,7 +10,8 @@ struct Camera {
     center: vec4<f32>,
     // fx, fy, cx, cy.
     intr: vec4<f32>,
-    // x/z and y/z clamp limits, near plane, dilation.
+    // x/z and y/z clamp limits, near plane, dilation; the equidistant fisheye has its cull angle in x
+    // and -1 in y (`is_fisheye`).
     lim: vec4<f32>,
     // width, height, tiles_x, tiles_y.
     dims: vec4<u32>,
@@ -33,6 +34,97 @@ fn compensation(a: f32, b: f32, c: f32, det: f32) -> vec2<f32> {
         return vec2<f32>(sqrt(rho2), 1.0);
     }
     return vec2<f32>(0.005, 0.0);
+}
+
+// The camera is the equidistant fisheye (`splat_render::fisheye`).
+fn is_fisheye() -> bool {
+    return cam.lim.y < 0.0;
+}
+
+// rho, a, b and 1 / s of the equidistant fisheye at camera-space `p` (`splat_render::fisheye::radial`:
+// series in t = (r / z)^2 below 0.1, the closed form above).
+fn fisheye_radial(p: vec3<f32>) -> vec4<f32> {
+    let w = p.x * p.x + p.y * p.y;
+    let s = w + p.z * p.z;
+    let inv_s = 1.0 / s;
+    if p.z > 0.0 && w < 0.1 * p.z * p.z {
+        let t = w / (p.z * p.z);
+        let iz = 1.0 / p.z;
+        var sr = 0.0;
+        var sa = 0.0;
+        var sb = 0.0;
+        for (var n = 15; n >= 0; n--) {
+            let nf = f32(n);
+            let sign = select(-1.0, 1.0, n % 2 == 0);
+            sr = sr * t + sign / (2.0 * nf + 1.0);
+            let n1 = nf + 1.0;
+            sa = sa * t + -sign * 2.0 * n1 / (2.0 * n1 + 1.0);
+            let n2 = nf + 2.0;
+            sb = sb * t + 2.0 * sign * (n2 - 1.0) * 2.0 * n2 / (2.0 * n2 + 1.0);
+        }
+        let iz3 = iz * iz * iz;
+        return vec4<f32>(sr * iz, sa * iz3, sb * iz3 * iz * iz, inv_s);
+    }
+    let r = sqrt(w);
+    let rho = atan2(r, p.z) / r;
+    let a = (p.z * inv_s - rho) / w;
+    let b = (-2.0 * p.z * inv_s * inv_s - 3.0 * a) / w;
+    return vec4<f32>(rho, a, b, inv_s);
+}
+
+// Whether the fisheye sees `p`: further than the near plane and within the cull angle.
+fn fisheye_sees(p: vec3<f32>) -> bool {
+    let dist = sqrt((p.x * p.x + p.y * p.y) + p.z * p.z);
+    let theta = atan2(sqrt(p.x * p.x + p.y * p.y), p.z);
+    return dist > cam.lim.z && theta <= cam.lim.x;
+}
+
+// The fisheye's 2D mean.
+fn fisheye_uv(p: vec3<f32>, rad: vec4<f32>) -> vec2<f32> {
+    return vec2<f32>(cam.intr.x * rad.x * p.x + cam.intr.z, cam.intr.y * rad.x * p.y + cam.intr.w);
+}
+
+// Row `row` of the fisheye's Jacobian d(u, v) / dp.
+fn fisheye_j(p: vec3<f32>, rad: vec4<f32>, row: u32) -> vec3<f32> {
+    let rho = rad.x;
+    let a = rad.y;
+    if row == 0u {
+        let fx = cam.intr.x;
+        return vec3<f32>(fx * (rho + p.x * p.x * a), fx * p.x * p.y * a, -fx * p.x * rad.w);
+    }
+    let fy = cam.intr.y;
+    return vec3<f32>(fy * p.x * p.y * a, fy * (rho + p.y * p.y * a), -fy * p.y * rad.w);
+}
+
+// The camera-space gradient of the fisheye's pixel and Jacobian (`splat_render::fisheye::project_backward`).
+fn fisheye_backward(p: vec3<f32>, rad: vec4<f32>, g_uv: vec2<f32>, g_j0: vec3<f32>, g_j1: vec3<f32>) -> vec3<f32> {
+    let fx = cam.intr.x;
+    let fy = cam.intr.y;
+    let rho = rad.x;
+    let a = rad.y;
+    let b = rad.z;
+    let inv_s = rad.w;
+    let x = p.x;
+    let y = p.y;
+    let gu = g_uv.x * fx;
+    let gv = g_uv.y * fy;
+    var gp = vec3<f32>(
+        gu * (rho + x * x * a) + gv * x * y * a,
+        gu * x * y * a + gv * (rho + y * y * a),
+        -(gu * x + gv * y) * inv_s,
+    );
+    let ca = fx * g_j0.x;
+    let cb = fx * g_j0.y + fy * g_j1.x;
+    let cc = fy * g_j1.y;
+    let cd = fx * g_j0.z;
+    let ce = fy * g_j1.z;
+    let quad = ca * x * x + cb * x * y + cc * y * y;
+    let lin = cd * x + ce * y;
+    let inv_s2 = inv_s * inv_s;
+    gp.x += (ca + cc) * x * a + a * (2.0 * ca * x + cb * y) + quad * x * b - cd * inv_s + lin * 2.0 * x * inv_s2;
+    gp.y += (ca + cc) * y * a + a * (cb * x + 2.0 * cc * y) + quad * y * b - ce * inv_s + lin * 2.0 * y * inv_s2;
+    gp.z += -(ca + cc) * inv_s + quad * 2.0 * inv_s2 + lin * 2.0 * p.z * inv_s2;
+    return gp;
 }
 
 const SH_C0: f32 = 0.28209479177387814;

@@ -68,7 +68,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     // p = R mean + t, row by row as the reference's mat3_vec then + t.
     let pr = vec3<f32>(dot3(cam.r0.xyz, mean), dot3(cam.r1.xyz, mean), dot3(cam.r2.xyz, mean));
     let p = pr + vec3<f32>(cam.r0.w, cam.r1.w, cam.r2.w);
-    if !(p.z > cam.lim.z) {
+    let fisheye = is_fisheye();
+    if select(!(p.z > cam.lim.z), !fisheye_sees(p), fisheye) {
         invisible(i);
         return;
     }
@@ -100,8 +101,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let fx = cam.intr.x;
     let fy = cam.intr.y;
     // J (2 x 3) and T = J R_cam (2 x 3, rows).
-    let j0 = vec3<f32>(fx / zz, 0.0, -fx * xz / zz);
-    let j1 = vec3<f32>(0.0, fy / zz, -fy * yz / zz);
+    var j0 = vec3<f32>(fx / zz, 0.0, -fx * xz / zz);
+    var j1 = vec3<f32>(0.0, fy / zz, -fy * yz / zz);
+    var uv = vec2<f32>(fx * p.x / zz + cam.intr.z, fy * p.y / zz + cam.intr.w);
+    var depth = zz;
+    if fisheye {
+        let rad = fisheye_radial(p);
+        j0 = fisheye_j(p, rad, 0u);
+        j1 = fisheye_j(p, rad, 1u);
+        uv = fisheye_uv(p, rad);
+        depth = sqrt((p.x * p.x + p.y * p.y) + p.z * p.z);
+    }
     let cam_cols = array<vec3<f32>, 3>(
         vec3<f32>(cam.r0.x, cam.r1.x, cam.r2.x),
         vec3<f32>(cam.r0.y, cam.r1.y, cam.r2.y),
@@ -129,8 +139,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let mid = 0.5 * (a + c);
     let lambda = mid + sqrt(max(mid * mid - det, 0.1));
     let radius = ceil(3.0 * sqrt(lambda));
-    let u = fx * p.x / zz + cam.intr.z;
-    let v = fy * p.y / zz + cam.intr.w;
+    let u = uv.x;
+    let v = uv.y;
     if !(is_finite(u) && is_finite(v) && is_finite(radius) && is_finite(conic.x) && is_finite(conic.y) && is_finite(conic.z)) {
         invisible(i);
         return;
@@ -174,7 +184,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     conics[3u * i] = conic.x;
     conics[3u * i + 1u] = conic.y;
     conics[3u * i + 2u] = conic.z;
-    depths[i] = zz;
+    depths[i] = depth;
     radii[i] = max(u32(min(radius, 4294967040.0)), 1u);
     // Only the tiles the alpha >= alpha_min ellipse can reach (maybe none: still visible).
     let reach = visible_box(a, c, opacity);

@@ -114,8 +114,15 @@ fn parameter_gradients(i: u32) {
     let yz = min(max(ry, -cam.lim.y), cam.lim.y);
     let fx = cam.intr.x;
     let fy = cam.intr.y;
-    let j0 = vec3<f32>(fx / zz, 0.0, -fx * xz / zz);
-    let j1 = vec3<f32>(0.0, fy / zz, -fy * yz / zz);
+    var j0 = vec3<f32>(fx / zz, 0.0, -fx * xz / zz);
+    var j1 = vec3<f32>(0.0, fy / zz, -fy * yz / zz);
+    let fisheye = is_fisheye();
+    var rad = vec4<f32>(0.0);
+    if fisheye {
+        rad = fisheye_radial(p);
+        j0 = fisheye_j(p, rad, 0u);
+        j1 = fisheye_j(p, rad, 1u);
+    }
     let rct = transpose(rc);
     // T = J R_cam (rows t0, t1).
     let t0 = vec3<f32>(dot3(j0, rct[0]), dot3(j0, rct[1]), dot3(j0, rct[2]));
@@ -192,24 +199,28 @@ fn parameter_gradients(i: u32) {
     // T = J R -> J -> camera-space mean.
     let g_j0 = vec3<f32>(dot3(g_t0, rc[0]), dot3(g_t0, rc[1]), dot3(g_t0, rc[2]));
     let g_j1 = vec3<f32>(dot3(g_t1, rc[0]), dot3(g_t1, rc[1]), dot3(g_t1, rc[2]));
-    var gp = vec3<f32>(0.0);
-    gp.z += g_j0.x * (-fx / z2) + g_j1.y * (-fy / z2);
-    gp.z += g_j0.z * fx * xz / z2 + g_j1.z * fy * yz / z2;
-    let g_xz = g_j0.z * (-fx / zz);
-    let g_yz = g_j1.z * (-fy / zz);
-    if x_in {
-        gp.x += g_xz / zz;
-        gp.z -= g_xz * p.x / z2;
-    }
-    if y_in {
-        gp.y += g_yz / zz;
-        gp.z -= g_yz * p.y / z2;
-    }
     let gu = projected_grads[g];
     let gv = projected_grads[g + 1u];
-    gp.x += gu * fx / zz;
-    gp.y += gv * fy / zz;
-    gp.z -= (gu * fx * p.x + gv * fy * p.y) / z2;
+    var gp = vec3<f32>(0.0);
+    if fisheye {
+        gp = fisheye_backward(p, rad, vec2<f32>(gu, gv), g_j0, g_j1);
+    } else {
+        gp.z += g_j0.x * (-fx / z2) + g_j1.y * (-fy / z2);
+        gp.z += g_j0.z * fx * xz / z2 + g_j1.z * fy * yz / z2;
+        let g_xz = g_j0.z * (-fx / zz);
+        let g_yz = g_j1.z * (-fy / zz);
+        if x_in {
+            gp.x += g_xz / zz;
+            gp.z -= g_xz * p.x / z2;
+        }
+        if y_in {
+            gp.y += g_yz / zz;
+            gp.z -= g_yz * p.y / z2;
+        }
+        gp.x += gu * fx / zz;
+        gp.y += gv * fy / zz;
+        gp.z -= (gu * fx * p.x + gv * fy * p.y) / z2;
+    }
     // R_cam^T gp.
     var g_mean = vec3<f32>(dot3(rct[0], gp), dot3(rct[1], gp), dot3(rct[2], gp));
 

@@ -13,8 +13,8 @@ use splat_core::lens::Distortion;
 
 use super::DatasetError;
 
-/// Camera models we read: the perspective ones. Distorted ones are undistorted to pinhole when images
-/// are loaded ([`Distortion`]).
+/// COLMAP's camera models (all of them): perspective ones are undistorted to pinhole when images are
+/// loaded, fisheye ones resampled to the ideal equidistant fisheye ([`Distortion`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum CameraModel {
     SimplePinhole,
@@ -24,6 +24,10 @@ pub enum CameraModel {
     OpenCv,
     FullOpenCv,
     Fov,
+    OpenCvFisheye,
+    SimpleRadialFisheye,
+    RadialFisheye,
+    ThinPrismFisheye,
 }
 
 impl CameraModel {
@@ -37,6 +41,10 @@ impl CameraModel {
             CameraModel::OpenCv => "OPENCV",
             CameraModel::FullOpenCv => "FULL_OPENCV",
             CameraModel::Fov => "FOV",
+            CameraModel::OpenCvFisheye => "OPENCV_FISHEYE",
+            CameraModel::SimpleRadialFisheye => "SIMPLE_RADIAL_FISHEYE",
+            CameraModel::RadialFisheye => "RADIAL_FISHEYE",
+            CameraModel::ThinPrismFisheye => "THIN_PRISM_FISHEYE",
         }
     }
 
@@ -47,8 +55,12 @@ impl CameraModel {
             2 => CameraModel::SimpleRadial,
             3 => CameraModel::Radial,
             4 => CameraModel::OpenCv,
+            5 => CameraModel::OpenCvFisheye,
             6 => CameraModel::FullOpenCv,
             7 => CameraModel::Fov,
+            8 => CameraModel::SimpleRadialFisheye,
+            9 => CameraModel::RadialFisheye,
+            10 => CameraModel::ThinPrismFisheye,
             _ => return None,
         })
     }
@@ -62,6 +74,10 @@ impl CameraModel {
             "OPENCV" => CameraModel::OpenCv,
             "FULL_OPENCV" => CameraModel::FullOpenCv,
             "FOV" => CameraModel::Fov,
+            "OPENCV_FISHEYE" => CameraModel::OpenCvFisheye,
+            "SIMPLE_RADIAL_FISHEYE" => CameraModel::SimpleRadialFisheye,
+            "RADIAL_FISHEYE" => CameraModel::RadialFisheye,
+            "THIN_PRISM_FISHEYE" => CameraModel::ThinPrismFisheye,
             _ => return None,
         })
     }
@@ -75,6 +91,10 @@ impl CameraModel {
             CameraModel::OpenCv => 8,
             CameraModel::FullOpenCv => 12,
             CameraModel::Fov => 5,
+            CameraModel::OpenCvFisheye => 8,
+            CameraModel::SimpleRadialFisheye => 4,
+            CameraModel::RadialFisheye => 5,
+            CameraModel::ThinPrismFisheye => 12,
         }
     }
 }
@@ -150,6 +170,39 @@ impl ColmapCamera {
                 p[2],
                 p[3],
                 Distortion::Fov { omega: p[4] }.simplified(),
+            ),
+            CameraModel::OpenCvFisheye => (
+                p[0],
+                p[1],
+                p[2],
+                p[3],
+                Distortion::fisheye([p[4], p[5], p[6], p[7]]),
+            ),
+            CameraModel::SimpleRadialFisheye => (
+                p[0],
+                p[0],
+                p[1],
+                p[2],
+                Distortion::fisheye([p[3], 0.0, 0.0, 0.0]),
+            ),
+            CameraModel::RadialFisheye => (
+                p[0],
+                p[0],
+                p[1],
+                p[2],
+                Distortion::fisheye([p[3], p[4], 0.0, 0.0]),
+            ),
+            // fx, fy, cx, cy, k1, k2, p1, p2, k3, k4, sx1, sy1
+            CameraModel::ThinPrismFisheye => (
+                p[0],
+                p[1],
+                p[2],
+                p[3],
+                Distortion::Fisheye {
+                    k: [p[4], p[5], p[8], p[9]],
+                    p: [p[6], p[7]],
+                    s: [p[10], p[11]],
+                },
             ),
         };
         ColmapCamera {
@@ -348,17 +401,10 @@ fn check_camera(path: &Path, id: u32, cam: &ColmapCamera) -> Result<(), DatasetE
 }
 
 fn unsupported_model(path: &Path, id: u32, model: &str) -> DatasetError {
-    let why = if model.contains("FISHEYE") {
-        "a fisheye model: no pinhole image holds its field of view, and fisheye cameras are not \
-         rendered natively yet"
-    } else {
-        "not a COLMAP camera model this reader knows"
-    };
     DatasetError::invalid(
         path,
         format!(
-            "camera {id} uses model {model}, {why} (SIMPLE_PINHOLE, PINHOLE, SIMPLE_RADIAL, RADIAL, \
-             OPENCV, FULL_OPENCV and FOV are read)"
+            "camera {id} uses model {model}, which is not a COLMAP camera model this reader knows"
         ),
     )
 }

@@ -147,7 +147,8 @@ pub struct Intrinsics {
     pub distortion: Distortion,
 }
 
-/// Resamples a distorted image to the ideal pinhole camera with the same `fx, fy, cx, cy` and size:
+/// Resamples a distorted image to the ideal camera with the same `fx, fy, cx, cy` and size (the pinhole;
+/// the equidistant fisheye for a fisheye lens, whose pixels outside the photo [`fisheye_validity`] marks):
 /// every output pixel is mapped through the distortion model and sampled bilinearly. Pixels whose source
 /// falls outside the image take the nearest edge value; where the model is undefined, black.
 pub fn undistort(img: &Rgb8Image, k: &Intrinsics) -> Rgb8Image {
@@ -176,6 +177,25 @@ pub fn undistort(img: &Rgb8Image, k: &Intrinsics) -> Rgb8Image {
         height: img.height,
         data,
     }
+}
+
+/// Which pixels of the equidistant fisheye photo [`undistort`] makes from a fisheye photo hold some of
+/// it (1) and which do not (0): the source lies outside the photo, or beyond the angle where the lens
+/// model folds back (its distorted radius stops growing).
+pub fn fisheye_validity(width: u32, height: u32, k: &Intrinsics) -> Vec<u8> {
+    let mut keep = Vec::with_capacity(width as usize * height as usize);
+    for y in 0..height {
+        for x in 0..width {
+            let nx = (x as f64 + 0.5 - k.cx) / k.fx;
+            let ny = (y as f64 + 0.5 - k.cy) / k.fy;
+            let (dx, dy) = k.distortion.distort(nx, ny);
+            let (u, v) = (dx * k.fx + k.cx, dy * k.fy + k.cy);
+            let inside = u >= 0.0 && u <= width as f64 && v >= 0.0 && v <= height as f64;
+            let unfolded = k.distortion.radial_slope(nx.hypot(ny)) > 0.0;
+            keep.push(u8::from(inside && unfolded));
+        }
+    }
+    keep
 }
 
 /// Resizes to `width` (height keeps the aspect ratio, rounded down) with a Catmull-Rom filter.

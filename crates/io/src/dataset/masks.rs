@@ -59,6 +59,15 @@ const WHITE: u8 = 255;
 const KEPT_AFTER_RESAMPLING: u8 = 250;
 
 impl Mask {
+    /// A mask from its per-pixel keep flags (non-zero keeps).
+    pub fn from_keep(width: u32, height: u32, keep: Vec<u8>) -> Mask {
+        Mask {
+            width,
+            height,
+            keep,
+        }
+    }
+
     /// Pixels kept.
     pub fn kept(&self) -> usize {
         self.keep.iter().filter(|&&k| k != 0).count()
@@ -112,6 +121,21 @@ impl Mask {
     pub fn weights(&self, out: &mut Vec<f32>) {
         out.clear();
         out.extend(self.keep.iter().map(|&k| if k != 0 { 1.0 } else { 0.0 }));
+    }
+}
+
+/// The pixels both masks keep (`a` absent keeps every pixel); the two are of one size.
+pub fn keep_both(a: Option<Mask>, b: Mask) -> Mask {
+    match a {
+        None => b,
+        Some(a) => {
+            let keep = a
+                .keep
+                .iter()
+                .zip(&b.keep)
+                .map(|(&x, &y)| u8::from(x != 0 && y != 0));
+            Mask::from_keep(b.width, b.height, keep.collect())
+        }
     }
 }
 

@@ -478,9 +478,25 @@ fn load_view(
     };
     let mask = mask.map(|m| m.resampled(|g| finish(resize(g))));
     let image = finish(img);
+    let fisheye = k.distortion.is_fisheye();
+    // A fisheye photo resampled to the equidistant camera: pixels the lens did not photograph are left out.
+    let mask = if fisheye && distorted {
+        let valid = imageload::fisheye_validity(image.width, image.height, &k);
+        Some(masks::keep_both(
+            mask,
+            Mask::from_keep(image.width, image.height, valid),
+        ))
+    } else {
+        mask
+    };
     Ok(View {
         name: p.name,
         camera: Camera {
+            projection: if fisheye {
+                splat_core::Projection::Equidistant
+            } else {
+                splat_core::Projection::Pinhole
+            },
             width: image.width,
             height: image.height,
             fx: k.fx,
@@ -529,11 +545,12 @@ pub fn list_images(dir: &Path) -> Result<Vec<String>, DatasetError> {
     Ok(names)
 }
 
-/// "undistorting to pinhole: 70 SIMPLE_RADIAL cameras, 1 OPENCV camera": one entry per camera
+/// "undistorting to pinhole: 70 SIMPLE_RADIAL cameras, 1 OPENCV camera" (fisheye cameras say where
+/// they go): one entry per camera
 /// model (a phone capture can have a camera per photo), `None` when nothing is distorted.
 fn undistort_note<'a>(cameras: impl Iterator<Item = &'a colmap::ColmapCamera>) -> Option<String> {
     let mut counts: Vec<(&'static str, usize)> = Vec::new();
-    for c in cameras.filter(|c| c.is_distorted()) {
+    for c in cameras.filter(|c| c.is_distorted() || c.distortion.is_fisheye()) {
         match counts.iter_mut().find(|(m, _)| *m == c.model.name()) {
             Some((_, n)) => *n += 1,
             None => counts.push((c.model.name(), 1)),
@@ -544,7 +561,14 @@ fn undistort_note<'a>(cameras: impl Iterator<Item = &'a colmap::ColmapCamera>) -
             .iter()
             .map(|(m, n)| format!("{n} {m} camera{}", if *n == 1 { "" } else { "s" }))
             .collect();
-        format!("undistorting to pinhole: {}", parts.join(", "))
+        let fisheye = counts.iter().any(|(m, _)| m.ends_with("FISHEYE"));
+        let to = if fisheye {
+            "undistorting (fisheye: to the equidistant fisheye, rendered natively; pixels outside the \
+             lens's image are left out)"
+        } else {
+            "undistorting to pinhole"
+        };
+        format!("{to}: {}", parts.join(", "))
     })
 }
 

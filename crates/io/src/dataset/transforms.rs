@@ -1,7 +1,7 @@
 //! `transforms*.json` datasets: NeRF-synthetic (`transforms_train.json` / `transforms_test.json`,
 //! `camera_angle_x`, RGBA on a background) and instant-ngp / nerfstudio (`transforms.json` with `fl_x`,
 //! `fl_y`, `cx`, `cy`, `w`, `h` and OpenCV distortion `k1 k2 k3 p1 p2` at the top level or per frame;
-//! `camera_model` OPENCV or PINHOLE).
+//! `camera_model` OPENCV or PINHOLE; OPENCV_FISHEYE with `k1..k4`).
 //!
 //! Poses are camera-to-world in the OpenGL convention (x right, y up, z back); flipping the y and z camera
 //! axes gives OpenCV, which is then inverted to world-to-camera.
@@ -148,16 +148,16 @@ fn frame_intrinsics(
         .or_else(|| json.get("camera_model")))
     .and_then(Value::as_str)
     .unwrap_or("OPENCV");
-    if !["OPENCV", "PINHOLE", "SIMPLE_PINHOLE", "PERSPECTIVE"].contains(&model) {
+    let fisheye = model == "OPENCV_FISHEYE";
+    if !fisheye && !["OPENCV", "PINHOLE", "SIMPLE_PINHOLE", "PERSPECTIVE"].contains(&model) {
         return Err(DatasetError::invalid(
             path,
             format!(
-                "frame {i}: camera_model {model} is not read (OPENCV and PINHOLE are; fisheye cameras \
-                 are not rendered natively yet)"
+                "frame {i}: camera_model {model} is not read (OPENCV, OPENCV_FISHEYE and PINHOLE are)"
             ),
         ));
     }
-    if k("k4") != 0.0 {
+    if !fisheye && k("k4") != 0.0 {
         // nerfstudio's perspective k4 is an r^8 term, which OpenCV's models have not.
         return Err(DatasetError::invalid(
             path,
@@ -174,12 +174,16 @@ fn frame_intrinsics(
         fy,
         cx: get("cx").unwrap_or(0.5 * ref_w),
         cy: get("cy").unwrap_or(0.5 * ref_h),
-        // OpenCV's k1, k2, p1, p2 and k3 (nerfstudio's OPENCV camera).
-        distortion: Distortion::OpenCv {
-            k: [k("k1"), k("k2"), k("k3"), 0.0, 0.0, 0.0],
-            p: [k("p1"), k("p2")],
-        }
-        .simplified(),
+        // OpenCV's k1, k2, p1, p2 and k3 (nerfstudio's OPENCV camera), or the fisheye's k1..k4.
+        distortion: if fisheye {
+            Distortion::fisheye([k("k1"), k("k2"), k("k3"), k("k4")])
+        } else {
+            Distortion::OpenCv {
+                k: [k("k1"), k("k2"), k("k3"), 0.0, 0.0, 0.0],
+                p: [k("p1"), k("p2")],
+            }
+            .simplified()
+        },
     };
     intr.distortion
         .check()
