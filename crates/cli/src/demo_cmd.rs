@@ -36,7 +36,8 @@ pub struct DemoArgs {
     /// The capture as a phone brings it: `exposure` gives every training photo its own exposure (+-1
     /// stop) and white balance (+-15% per channel); `mover` paints an object that moves into half of
     /// them and writes `masks/` that leave it out. Test views stay clean, so the metrics say what the
-    /// scene learned.
+    /// scene learned. `fisheye` takes every photo through an OPENCV_FISHEYE lens seeing 170 degrees
+    /// across (rendered natively as the equidistant fisheye).
     #[arg(long, value_enum, default_value_t = VariantArg::Plain)]
     pub variant: VariantArg,
     /// A colour model per training photo (as `splat train --appearance`).
@@ -55,6 +56,7 @@ pub enum VariantArg {
     Plain,
     Exposure,
     Mover,
+    Fisheye,
 }
 
 pub fn demo(args: DemoArgs) -> Result<()> {
@@ -67,6 +69,7 @@ pub fn demo(args: DemoArgs) -> Result<()> {
         VariantArg::Plain => DemoVariant::Plain,
         VariantArg::Exposure => DemoVariant::Exposure,
         VariantArg::Mover => DemoVariant::Mover,
+        VariantArg::Fisheye => DemoVariant::Fisheye,
     };
     write_demo_dataset(
         &data,

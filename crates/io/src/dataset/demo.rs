@@ -11,11 +11,12 @@ use std::path::Path;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use splat_core::lens::Distortion;
 use splat_core::math::mat_to_quat;
-use splat_core::Camera;
+use splat_core::{Camera, Projection};
 
 use super::colmap::{write, ColmapImage, Points};
-use super::demo_variants::{vary, DemoVariant};
+use super::demo_variants::{fisheye_camera, lens, vary, DemoVariant};
 use super::DatasetError;
 use crate::write_atomic;
 
@@ -211,10 +212,43 @@ fn trace(o: [f64; 3], d: [f64; 3], textured: bool) -> [f64; 3] {
 
 /// Renders one view with 2 x 2 supersampling, 8-bit RGB.
 pub fn render_view(cam: &Camera) -> Vec<u8> {
-    render_view_with(cam, false)
+    render_view_with(cam, Distortion::None, false)
 }
 
-fn render_view_with(cam: &Camera, textured: bool) -> Vec<u8> {
+/// [`render_view`] through a fisheye lens: `cam` equidistant, `lens` its distortion of `theta`
+/// ([`Distortion::Fisheye`], radial terms only).
+pub fn render_view_through(cam: &Camera, lens: Distortion) -> Vec<u8> {
+    render_view_with(cam, lens, false)
+}
+
+/// The camera-space direction of the ray through continuous pixel `(px, py)`.
+fn ray_direction(cam: &Camera, lens: Distortion, px: f64, py: f64) -> [f64; 3] {
+    let (xd, yd) = ((px - cam.cx) / cam.fx, (py - cam.cy) / cam.fy);
+    match cam.projection {
+        Projection::Pinhole => [xd, yd, 1.0],
+        Projection::Equidistant => {
+            let theta_d = xd.hypot(yd);
+            if theta_d == 0.0 {
+                return [0.0, 0.0, 1.0];
+            }
+            let theta = invert_theta_d(lens, theta_d);
+            let s = theta.sin() / theta_d;
+            [xd * s, yd * s, theta.cos()]
+        }
+    }
+}
+
+/// The `theta` whose distorted angle is `theta_d` (Newton's method on the lens's radial map).
+fn invert_theta_d(lens: Distortion, theta_d: f64) -> f64 {
+    let mut theta = theta_d;
+    for _ in 0..30 {
+        let f = lens.distort(theta, 0.0).0 - theta_d;
+        theta -= f / lens.radial_slope(theta);
+    }
+    theta
+}
+
+fn render_view_with(cam: &Camera, lens: Distortion, textured: bool) -> Vec<u8> {
     let center = cam.center();
     let r = &cam.rotation;
     let mut out = Vec::with_capacity(cam.num_pixels() * 3);
@@ -222,11 +256,7 @@ fn render_view_with(cam: &Camera, textured: bool) -> Vec<u8> {
         for x in 0..cam.width {
             let mut acc = [0.0; 3];
             for (sx, sy) in [(0.25, 0.25), (0.75, 0.25), (0.25, 0.75), (0.75, 0.75)] {
-                let dc = [
-                    (x as f64 + sx - cam.cx) / cam.fx,
-                    (y as f64 + sy - cam.cy) / cam.fy,
-                    1.0,
-                ];
+                let dc = ray_direction(cam, lens, x as f64 + sx, y as f64 + sy);
                 // World direction R^T dc.
                 let dw = norm(std::array::from_fn(|k| {
                     r[0][k] * dc[0] + r[1][k] * dc[1] + r[2][k] * dc[2]
@@ -313,11 +343,28 @@ pub fn write_pinhole_model(
     names: &[String],
     points: &Points,
 ) -> Result<(), DatasetError> {
+    write_model(dir, cams, Distortion::None, names, points)
+}
+
+/// [`write_pinhole_model`], or with an OPENCV_FISHEYE camera for an equidistant `cams[0]` with the
+/// fisheye `lens`.
+fn write_model(
+    dir: &Path,
+    cams: &[Camera],
+    lens: Distortion,
+    names: &[String],
+    points: &Points,
+) -> Result<(), DatasetError> {
     let Some(c) = cams.first() else {
         return Err(DatasetError::invalid(
             dir,
             "a model needs at least one camera",
         ));
+    };
+    let (model, extra) = match (c.projection, lens) {
+        (Projection::Equidistant, Distortion::Fisheye { k, .. }) => ("OPENCV_FISHEYE", k.to_vec()),
+        (Projection::Equidistant, _) => ("OPENCV_FISHEYE", vec![0.0; 4]),
+        (Projection::Pinhole, _) => ("PINHOLE", Vec::new()),
     };
     std::fs::create_dir_all(dir).map_err(|e| DatasetError::io(dir, e))?;
     let images: Vec<ColmapImage> = cams
@@ -337,10 +384,10 @@ pub fn write_pinhole_model(
             "cameras.txt",
             write::cameras_txt(&[(
                 1,
-                "PINHOLE",
+                model,
                 c.width as u64,
                 c.height as u64,
-                vec![c.fx, c.fy, c.cx, c.cy],
+                [vec![c.fx, c.fy, c.cx, c.cy], extra].concat(),
             )]),
         ),
         ("images.txt", write::images_txt(&images)),
@@ -360,11 +407,15 @@ pub fn write_demo_dataset(root: &Path, opts: &DemoOptions) -> Result<(), Dataset
     for d in [&images_dir, &model_dir] {
         std::fs::create_dir_all(d).map_err(|e| DatasetError::io(d, e))?;
     }
-    let cams = demo_cameras(opts);
+    let lens = lens(opts.variant);
+    let mut cams = demo_cameras(opts);
+    if opts.variant == DemoVariant::Fisheye {
+        cams = cams.iter().map(fisheye_camera).collect();
+    }
     let mut names = Vec::new();
     for (i, cam) in cams.iter().enumerate() {
         let name = format!("view_{i:03}.png");
-        let mut rgb = render_view(cam);
+        let mut rgb = render_view_with(cam, lens, false);
         if let Some(mask) = vary(opts.variant, opts.seed, i, &mut rgb, cam.width, cam.height) {
             write_mask(&root.join("masks").join(format!("{name}.png")), cam, mask)?;
         }
@@ -378,7 +429,7 @@ pub fn write_demo_dataset(root: &Path, opts: &DemoOptions) -> Result<(), Dataset
         write_atomic(&path, &png).map_err(|e| DatasetError::io(&path, e))?;
         names.push(name);
     }
-    write_pinhole_model(&model_dir, &cams, &names, &demo_points(opts))?;
+    write_model(&model_dir, &cams, lens, &names, &demo_points(opts))?;
     Ok(())
 }
 
@@ -434,7 +485,7 @@ pub fn write_demo_photos(dir: &Path, opts: &PhotoOptions) -> Result<Vec<Camera>,
         variant: DemoVariant::Plain,
     });
     cams.par_iter().enumerate().try_for_each(|(i, cam)| {
-        let rgb = render_view_with(cam, true);
+        let rgb = render_view_with(cam, Distortion::None, true);
         let path = dir.join(format!("photo_{i:03}.jpg"));
         let mut jpg = Vec::new();
         image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpg, opts.quality.clamp(1, 100))

@@ -6,12 +6,16 @@
 //! - `mover`: half of the training photos with an object that is somewhere else in each (a shaded
 //!   disc, a passer-by), and `masks/NAME.png` for every image leaving it out (the disc grown by 2
 //!   pixels; the other masks all white); the test views are clean.
+//! - `fisheye`: every photo (test views too) through an OPENCV_FISHEYE lens seeing 170 degrees across
+//!   ([`FISHEYE_K`], [`fisheye_camera`]); the corners look past 90 degrees, behind the image plane.
 //!
 //! Everything is drawn from the demo's seed and the view index, so a variant is the same bits on every
 //! run.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use splat_core::lens::Distortion;
+use splat_core::{Camera, Projection};
 
 /// What is done to the demo's training photos.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -20,6 +24,35 @@ pub enum DemoVariant {
     Plain,
     Exposure,
     Mover,
+    Fisheye,
+}
+
+/// The `fisheye` variant's lens, OPENCV_FISHEYE's `k1..k4` (a mild barrel; `theta_d` grows at every
+/// angle: its slope `1 - 0.06 theta^2 + 0.015 theta^4` has no real root).
+pub const FISHEYE_K: [f64; 4] = [-0.02, 0.003, 0.0, 0.0];
+/// The `fisheye` variant's horizontal field of view, degrees.
+pub const FISHEYE_FOV_DEGREES: f64 = 170.0;
+
+/// The lens of the variant's photos.
+pub fn lens(variant: DemoVariant) -> Distortion {
+    match variant {
+        DemoVariant::Fisheye => Distortion::fisheye(FISHEYE_K),
+        _ => Distortion::None,
+    }
+}
+
+/// The demo camera `cam` with the `fisheye` variant's lens: the equidistant projection (the lens's
+/// `theta_d` on top, [`lens`]) with the focal length that puts 85 degrees at the image's side.
+pub fn fisheye_camera(cam: &Camera) -> Camera {
+    let theta = (0.5 * FISHEYE_FOV_DEGREES).to_radians();
+    let theta_d = Distortion::fisheye(FISHEYE_K).distort(theta, 0.0).0;
+    let f = 0.5 * cam.width as f64 / theta_d;
+    Camera {
+        projection: Projection::Equidistant,
+        fx: f,
+        fy: f,
+        ..cam.clone()
+    }
 }
 
 /// Whether view `i` of the demo is a test view (the loaders hold out every 8th by name).
@@ -48,7 +81,7 @@ pub fn vary(
     h: u32,
 ) -> Option<Vec<u8>> {
     match variant {
-        DemoVariant::Plain => None,
+        DemoVariant::Plain | DemoVariant::Fisheye => None,
         DemoVariant::Exposure => {
             let g = exposure_gains(seed, i);
             for px in rgb.chunks_exact_mut(3) {
