@@ -23,7 +23,9 @@ pub struct PrepareArgs {
     #[arg(long)]
     pub fps: Option<f64>,
     /// COLMAP camera model: simple-radial (one focal length, one distortion term) suits most phone
-    /// photos; opencv (two focal lengths, four distortion terms) wide or strongly distorting lenses.
+    /// photos; opencv (two focal lengths, four distortion terms) wide or strongly distorting lenses;
+    /// opencv-fisheye (k1..k4 on the angle; radial-fisheye two, simple-radial-fisheye one) fisheye
+    /// lenses, which `splat train` renders natively (no pinhole image holds their field of view).
     #[arg(long, value_enum, default_value_t = CameraArg::SimpleRadial)]
     pub camera_model: CameraArg,
     /// One camera per photo instead of one shared by all (photos from several devices or zooms).
@@ -61,6 +63,9 @@ pub enum CameraArg {
     SimpleRadial,
     Radial,
     Opencv,
+    OpencvFisheye,
+    SimpleRadialFisheye,
+    RadialFisheye,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -98,6 +103,9 @@ impl PrepareArgs {
                 CameraArg::SimpleRadial => CameraModel::SimpleRadial,
                 CameraArg::Radial => CameraModel::Radial,
                 CameraArg::Opencv => CameraModel::Opencv,
+                CameraArg::OpencvFisheye => CameraModel::OpencvFisheye,
+                CameraArg::SimpleRadialFisheye => CameraModel::SimpleRadialFisheye,
+                CameraArg::RadialFisheye => CameraModel::RadialFisheye,
             },
             single_camera: !self.camera_per_image,
             matcher: self.matcher.map(|m| match m {

@@ -16,6 +16,10 @@ pub enum CameraModel {
     SimpleRadial,
     Radial,
     Opencv,
+    /// Fisheye lenses (action cameras, wide phone lenses): `splat train` renders them natively.
+    OpencvFisheye,
+    SimpleRadialFisheye,
+    RadialFisheye,
 }
 
 impl CameraModel {
@@ -26,6 +30,9 @@ impl CameraModel {
             CameraModel::SimpleRadial => "SIMPLE_RADIAL",
             CameraModel::Radial => "RADIAL",
             CameraModel::Opencv => "OPENCV",
+            CameraModel::OpencvFisheye => "OPENCV_FISHEYE",
+            CameraModel::SimpleRadialFisheye => "SIMPLE_RADIAL_FISHEYE",
+            CameraModel::RadialFisheye => "RADIAL_FISHEYE",
         }
     }
 }
