@@ -404,7 +404,7 @@ fn unsupported_model(path: &Path, id: u32, model: &str) -> DatasetError {
     DatasetError::invalid(
         path,
         format!(
-            "camera {id} uses model {model}, which is not a COLMAP camera model this reader knows"
+            "camera {id} uses model {model}, which is not supported (not a COLMAP camera model)"
         ),
     )
 }
