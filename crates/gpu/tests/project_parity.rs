@@ -32,6 +32,15 @@ fn fisheye_camera(w: u32, h: u32) -> Camera {
     cam
 }
 
+/// The 320 x 240 test camera, pinhole or fisheye.
+fn camera_of(fisheye: bool) -> Camera {
+    if fisheye {
+        fisheye_camera(320, 240)
+    } else {
+        camera(320, 240)
+    }
+}
+
 fn scene(seed: u64, count: usize, degree: usize) -> Gaussians<f32> {
     common::random_gaussians(seed, count, degree)
 }
@@ -140,11 +149,7 @@ fn project_matches_reference_every_degree() {
         g.antialiased = antialiased;
         // The last case through the fisheye.
         let fisheye = k == cases.len() - 1;
-        let cam = if fisheye {
-            fisheye_camera(320, 240)
-        } else {
-            camera(320, 240)
-        };
+        let cam = camera_of(fisheye);
         let settings = RenderSettings::new(degree);
         let mut reference = Projected::default();
         project::project(&g, &cam, &settings, &mut reference);
@@ -248,11 +253,7 @@ fn project_backward_matches_reference_every_degree() {
     for (k, (degree, antialiased)) in cases.into_iter().enumerate() {
         let mut g = scene(30 + k as u64, 2000, degree);
         g.antialiased = antialiased;
-        let cam = if k == cases.len() - 1 {
-            fisheye_camera(320, 240)
-        } else {
-            camera(320, 240)
-        };
+        let cam = camera_of(k == cases.len() - 1);
         let settings = RenderSettings::new(degree);
         let mut p = Projected::default();
         project::project(&g, &cam, &settings, &mut p);

@@ -147,6 +147,15 @@ pub struct Intrinsics {
     pub distortion: Distortion,
 }
 
+/// Where in the distorted photo output pixel `(x, y)` of the ideal camera comes from, and that pixel's
+/// normalized coordinates in the ideal camera.
+fn source_of(k: &Intrinsics, x: u32, y: u32) -> ([f64; 2], [f64; 2]) {
+    let nx = (x as f64 + 0.5 - k.cx) / k.fx;
+    let ny = (y as f64 + 0.5 - k.cy) / k.fy;
+    let (dx, dy) = k.distortion.distort(nx, ny);
+    ([dx * k.fx + k.cx, dy * k.fy + k.cy], [nx, ny])
+}
+
 /// Resamples a distorted image to the ideal camera with the same `fx, fy, cx, cy` and size (the pinhole;
 /// the equidistant fisheye for a fisheye lens, whose pixels outside the photo [`fisheye_validity`] marks):
 /// every output pixel is mapped through the distortion model and sampled bilinearly. Pixels whose source
@@ -155,10 +164,7 @@ pub fn undistort(img: &Rgb8Image, k: &Intrinsics) -> Rgb8Image {
     let mut data = Vec::with_capacity(img.data.len());
     for y in 0..img.height {
         for x in 0..img.width {
-            let nx = (x as f64 + 0.5 - k.cx) / k.fx;
-            let ny = (y as f64 + 0.5 - k.cy) / k.fy;
-            let (dx, dy) = k.distortion.distort(nx, ny);
-            let (u, v) = (dx * k.fx + k.cx, dy * k.fy + k.cy);
+            let ([u, v], _) = source_of(k, x, y);
             if !(u.is_finite() && v.is_finite()) {
                 // Where the model is undefined (a rational model's pole): black, left out of a mask.
                 data.extend([0; 3]);
@@ -186,10 +192,7 @@ pub fn fisheye_validity(width: u32, height: u32, k: &Intrinsics) -> Vec<u8> {
     let mut keep = Vec::with_capacity(width as usize * height as usize);
     for y in 0..height {
         for x in 0..width {
-            let nx = (x as f64 + 0.5 - k.cx) / k.fx;
-            let ny = (y as f64 + 0.5 - k.cy) / k.fy;
-            let (dx, dy) = k.distortion.distort(nx, ny);
-            let (u, v) = (dx * k.fx + k.cx, dy * k.fy + k.cy);
+            let ([u, v], [nx, ny]) = source_of(k, x, y);
             let inside = u >= 0.0 && u <= width as f64 && v >= 0.0 && v <= height as f64;
             let unfolded = k.distortion.radial_slope(nx.hypot(ny)) > 0.0;
             keep.push(u8::from(inside && unfolded));
