@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use splat_core::{Camera, Gaussians, TileGrid};
 use splat_render::{
-    Backend, Bins, GaussianGrads, Projected, ProjectedGrads, RasterOutput, RenderSettings,
+    Backend, Bins, GaussianGrads, PoseGrads, Projected, ProjectedGrads, RasterOutput,
+    RenderSettings,
 };
 
 use crate::{GpuBin, GpuContext, GpuProject, GpuProjectBackward, GpuRasterize};
@@ -114,12 +115,12 @@ impl Backend for GpuBackend {
         projected: &Projected<f32>,
         grads: &ProjectedGrads<f32>,
         out: &mut GaussianGrads<f32>,
-    ) {
+    ) -> PoseGrads {
         check(
             "project backward",
             self.project_bwd.run(
                 &self.ctx, gaussians, camera, settings, projected, grads, out,
             ),
-        );
+        )
     }
 }

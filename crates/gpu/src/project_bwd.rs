@@ -1,12 +1,14 @@
 //! Project and SH backward on the GPU (`shaders/project_bwd.wgsl`): one invocation per Gaussian, output
-//! packed per Gaussian (means 3, log_scales 3, rotations 4, opacity logit 1, sh_dc 3, sh_rest), processed
-//! in chunks whose bindings fit the device's limits like the forward.
+//! packed per Gaussian (means 3, log_scales 3, rotations 4, opacity logit 1, sh_dc 3, sh_rest, and with
+//! [`RenderSettings::pose_grads`] the Gaussian's 12 terms of the camera pose's gradient, which the host
+//! sums in `f64` in Gaussian order), processed in chunks whose bindings fit the device's limits like the
+//! forward.
 
 use splat_core::{Camera, Gaussians, TileGrid};
 use splat_render::project::CameraParams;
 use splat_render::sh::active_coeffs;
 use splat_render::types::reset_grads;
-use splat_render::{GaussianGrads, Projected, ProjectedGrads, RenderSettings};
+use splat_render::{GaussianGrads, PoseGrads, Projected, ProjectedGrads, RenderSettings};
 
 use crate::context::{GpuContext, GpuError};
 use crate::kernel::{compute_pipeline, module};
@@ -35,14 +37,15 @@ impl GpuProjectBackward {
         projected: &Projected<f32>,
         grads: &ProjectedGrads<f32>,
         out: &mut GaussianGrads<f32>,
-    ) -> Result<(), GpuError> {
+    ) -> Result<PoseGrads, GpuError> {
         reset_grads(out, gaussians, settings);
         let n = gaussians.len();
         if n == 0 {
-            return Ok(());
+            return Ok(PoseGrads::default());
         }
         let rest = gaussians.sh_rest_len();
-        let stride = 14 + rest;
+        let params = 14 + rest;
+        let stride = params + if settings.pose_grads { 12 } else { 0 };
         let bytes = (n * stride * 4) as u64;
         if bytes > ctx.limits.max_buffer_size {
             return Err(GpuError::TooLarge {
@@ -76,17 +79,21 @@ impl GpuProjectBackward {
         );
         ctx.submit(enc);
         let packed: Vec<f32> = ctx.read(&output, n * stride)?;
+        let mut pose = [0.0f64; 12];
         for (i, g) in packed.chunks_exact(stride).enumerate() {
+            for (p, &v) in pose.iter_mut().zip(&g[params..]) {
+                *p += v as f64;
+            }
             out.means[i] = [g[0], g[1], g[2]];
             out.log_scales[i] = [g[3], g[4], g[5]];
             out.rotations[i] = [g[6], g[7], g[8], g[9]];
             out.opacity_logits[i] = g[10];
             if settings.sh_grads {
                 out.sh_dc[i] = [g[11], g[12], g[13]];
-                out.sh_rest[i * rest..(i + 1) * rest].copy_from_slice(&g[14..]);
+                out.sh_rest[i * rest..(i + 1) * rest].copy_from_slice(&g[14..params]);
             }
         }
-        Ok(())
+        Ok(PoseGrads::from_array(&pose))
     }
 }
 
@@ -159,7 +166,7 @@ pub(crate) fn camera_for<'a>(
     let grid = TileGrid::new(camera.width, camera.height);
     let coeffs = active_coeffs(settings.sh_degree, gaussians.sh_degree) as u32;
     let rest = gaussians.sh_rest_len() as u32;
-    let flags = gaussians.antialiased as u32;
+    let flags = gaussians.antialiased as u32 | (settings.pose_grads as u32) << 1;
     let alpha_min = settings.cutoffs.alpha_min;
     move |len| {
         camera_uniform(

@@ -254,7 +254,9 @@ fn project_backward_matches_reference_every_degree() {
         let mut g = scene(30 + k as u64, 2000, degree);
         g.antialiased = antialiased;
         let cam = camera_of(k == cases.len() - 1);
-        let settings = RenderSettings::new(degree);
+        let mut settings = RenderSettings::new(degree);
+        // The camera pose's gradient on every other case (the packed stride grows by 12).
+        settings.pose_grads = k % 2 == 1;
         let mut p = Projected::default();
         project::project(&g, &cam, &settings, &mut p);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(k as u64);
@@ -268,11 +270,17 @@ fn project_backward_matches_reference_every_degree() {
             pg.grad_opacities[i] = r();
         }
         let mut reference = GaussianGrads::default();
-        project_bwd::project_backward(&g, &cam, &settings, &p, &pg, &mut reference);
+        let pose_reference =
+            project_bwd::project_backward(&g, &cam, &settings, &p, &pg, &mut reference);
         let mut gpu = GaussianGrads::default();
-        stage
+        let pose_gpu = stage
             .run(&ctx, &g, &cam, &settings, &p, &pg, &mut gpu)
             .expect("GPU project backward");
+        if settings.pose_grads {
+            check_pose(&pose_gpu.to_array(), &pose_reference.to_array());
+        } else {
+            assert_eq!(pose_gpu, splat_render::PoseGrads::default());
+        }
         let mut worst = 0.0f32;
         for (what, a, b) in [
             (
@@ -307,4 +315,17 @@ fn project_backward_matches_reference_every_degree() {
         eprintln!("degree {degree}: largest difference {worst:.2} of the tolerance");
         assert!(reference.means.iter().any(|m| m[0] != 0.0));
     }
+}
+
+/// The camera pose's gradient (sums over every Gaussian of f32 terms): within 1e-4 of its largest entry.
+fn check_pose(gpu: &[f64; 12], reference: &[f64; 12]) {
+    let scale = reference.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    assert!(scale > 0.0, "no pose gradient");
+    let worst = gpu
+        .iter()
+        .zip(reference)
+        .map(|(a, b)| (a - b).abs() / scale)
+        .fold(0.0, f64::max);
+    eprintln!("pose gradient: largest difference {worst:.2e} of the largest entry");
+    assert!(worst < 1e-4, "{gpu:?} vs {reference:?}");
 }

@@ -6,7 +6,9 @@
 
 use splat_core::{Camera, Gaussians, TileGrid};
 
-use crate::types::{Bins, GaussianGrads, Projected, ProjectedGrads, RasterOutput, RenderSettings};
+use crate::types::{
+    Bins, GaussianGrads, PoseGrads, Projected, ProjectedGrads, RasterOutput, RenderSettings,
+};
 
 pub trait Backend {
     /// A short name for logs and benchmarks.
@@ -46,7 +48,8 @@ pub trait Backend {
         out: &mut ProjectedGrads<f32>,
     );
 
-    /// Gradients of every parameter from those of the projected quantities.
+    /// Gradients of every parameter from those of the projected quantities; returns the gradient of
+    /// the camera's pose when `settings.pose_grads` (else zero).
     fn project_backward(
         &mut self,
         gaussians: &Gaussians,
@@ -55,5 +58,5 @@ pub trait Backend {
         projected: &Projected<f32>,
         grads: &ProjectedGrads<f32>,
         out: &mut GaussianGrads<f32>,
-    );
+    ) -> PoseGrads;
 }

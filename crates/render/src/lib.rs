@@ -34,5 +34,6 @@ pub use cpu::CpuBackend;
 pub use pipeline::{backward, render, Buffers};
 pub use reference::ReferenceBackend;
 pub use types::{
-    Bins, Cutoffs, GaussianGrads, Projected, ProjectedGrads, RasterOutput, RenderSettings,
+    Bins, Cutoffs, GaussianGrads, PoseGrads, Projected, ProjectedGrads, RasterOutput,
+    RenderSettings,
 };

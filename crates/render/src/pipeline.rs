@@ -5,7 +5,9 @@ use std::time::{Duration, Instant};
 use splat_core::{Camera, Gaussians, TileGrid};
 
 use crate::backend::Backend;
-use crate::types::{Bins, GaussianGrads, Projected, ProjectedGrads, RasterOutput, RenderSettings};
+use crate::types::{
+    Bins, GaussianGrads, PoseGrads, Projected, ProjectedGrads, RasterOutput, RenderSettings,
+};
 
 /// Every buffer of one forward and backward pass; reuse it across calls.
 #[derive(Clone, Debug, Default)]
@@ -15,6 +17,8 @@ pub struct Buffers {
     pub raster: RasterOutput<f32>,
     pub projected_grads: ProjectedGrads<f32>,
     pub grads: GaussianGrads<f32>,
+    /// The camera pose's gradient (with [`RenderSettings::pose_grads`]).
+    pub pose_grads: PoseGrads,
     /// Time spent in each stage by the last calls, by stage name.
     pub timings: Vec<(&'static str, Duration)>,
 }
@@ -81,7 +85,7 @@ pub fn backward<B: Backend + ?Sized>(
             &mut buffers.projected_grads,
         )
     });
-    timed(t, "project_backward", || {
+    buffers.pose_grads = timed(t, "project_backward", || {
         backend.project_backward(
             gaussians,
             camera,

@@ -104,7 +104,8 @@ pub struct Geometry<F> {
     pub uv: [F; 2],
     /// Depth for sorting: `z`, or the distance for the fisheye.
     pub depth: F,
-    /// `T = J R` (2 x 3).
+    /// The projection's Jacobian `J` at `p` (2 x 3) and `T = J R`.
+    pub j: [[F; 3]; 2],
     pub t: [[F; 3]; 2],
     /// Dilated 2D covariance `(a, b, c)`.
     pub cov2d: [F; 3],
@@ -183,6 +184,7 @@ pub fn geometry<F: Real>(
         y_in,
         uv,
         depth,
+        j,
         t,
         cov2d: [cov[0][0] + dil, cov[0][1], cov[1][1] + dil],
     })

@@ -15,6 +15,12 @@
 //!   and its inverse the conic `Q`, `d rho^2 / d Sigma2D = (1 - rho^2) Q - 0.3 det(Q) I` (from
 //!   `adj(Sigma2D) = adj(B) - 0.3 I` for 2 x 2 matrices), `d rho = d rho^2 / (2 rho)`; zero where `rho`
 //!   sits at its floor.
+//!
+//! The camera's pose (with [`RenderSettings::pose_grads`], [`PoseGrads`]): the camera-space mean
+//! `p = R m + t`, `T = J R` and the view direction from the centre `c = -R^T t` are what depend on it, so
+//! per Gaussian `G_R += G_p m^T + J^T G_T + t G_d^T` and `G_t += G_p + R G_d`, where `G_d` is the mean's
+//! gradient through the view direction (`G_c = -G_d`). `R` counts as nine free entries: the
+//! optimizer's parametrization of the pose chains to these (`splat_train::pose`).
 
 use splat_core::math::{mat3_t_vec, matmul, normalize_backward, quat_to_mat_backward, transpose};
 use splat_core::{sigmoid, Camera, Gaussians, Real};
@@ -23,14 +29,16 @@ use crate::fisheye;
 use crate::project::{compensation, geometry, CameraParams, Geometry, DILATION};
 use crate::sh::{active_coeffs, color_backward};
 use crate::types::{
-    reset_grads, GaussianGradSlices, GaussianGrads, Projected, ProjectedGrads, RenderSettings,
+    reset_grads, GaussianGradSlices, GaussianGrads, PoseGrads, Projected, ProjectedGrads,
+    RenderSettings,
 };
 
 /// Floating-point operations per visible Gaussian: the forward geometry again (~210), conic and covariance
 /// backward ~150, scale/rotation ~120, Jacobian and mean ~40, SH backward of degree 3 ~250.
 pub const FLOPS_PER_GAUSSIAN: f64 = 770.0;
 
-/// Writes into `out` (resized to the scene) the gradients of every parameter.
+/// Writes into `out` (resized to the scene) the gradients of every parameter; returns the camera pose's
+/// (zero unless `settings.pose_grads`).
 pub fn project_backward<F: Real>(
     gaussians: &Gaussians<F>,
     camera: &Camera,
@@ -38,30 +46,49 @@ pub fn project_backward<F: Real>(
     projected: &Projected<F>,
     grads: &ProjectedGrads<F>,
     out: &mut GaussianGrads<F>,
-) {
+) -> PoseGrads {
     reset_grads(out, gaussians, settings);
     let cam = CameraParams::<F>::new(camera);
     let coeffs = active_coeffs(settings.sh_degree, gaussians.sh_degree);
-    project_backward_range(
+    let inputs = BackwardInputs {
         gaussians,
-        &cam,
+        cam: &cam,
         coeffs,
         projected,
         grads,
-        GaussianGradSlices::new(out),
-    );
+        pose: settings.pose_grads,
+    };
+    project_backward_range(&inputs, GaussianGradSlices::new(out))
+}
+
+/// What [`project_backward_range`] reads.
+pub struct BackwardInputs<'a, F> {
+    pub gaussians: &'a Gaussians<F>,
+    pub cam: &'a CameraParams<F>,
+    /// Active SH coefficients.
+    pub coeffs: usize,
+    pub projected: &'a Projected<F>,
+    pub grads: &'a ProjectedGrads<F>,
+    /// Whether to sum the camera pose's gradient.
+    pub pose: bool,
 }
 
 /// [`project_backward`] for the Gaussians `out.start .. out.start + out.len()`, into `out` (zeroed by the
-/// caller), so that threads can take disjoint ranges.
+/// caller), so that threads can take disjoint ranges; returns the range's share of the pose gradient
+/// (summed in Gaussian order).
 pub fn project_backward_range<F: Real>(
-    gaussians: &Gaussians<F>,
-    cam: &CameraParams<F>,
-    coeffs: usize,
-    projected: &Projected<F>,
-    grads: &ProjectedGrads<F>,
+    inputs: &BackwardInputs<'_, F>,
     out: GaussianGradSlices<'_, F>,
-) {
+) -> PoseGrads {
+    let BackwardInputs {
+        gaussians,
+        cam,
+        coeffs,
+        projected,
+        grads,
+        pose,
+    } = *inputs;
+    let mut pose_grads = PoseGrads::default();
     let rest_len = out.rest_len;
     let two = F::c(2.0);
     for j in 0..out.len() {
@@ -149,6 +176,43 @@ pub fn project_backward_range<F: Real>(
             g_mean[k] += g_dir_mean[k];
         }
         out.means[j] = g_mean;
+        if pose {
+            let terms = PoseTerms {
+                mean: gaussians.means[i],
+                gp,
+                jac: &geo.j,
+                g_t: &g_t,
+                g_dir: g_dir_mean,
+            };
+            add_pose_terms(&mut pose_grads, cam, &terms);
+        }
+    }
+    pose_grads
+}
+
+/// One Gaussian's share of the pose gradient: its mean, the camera-space mean's gradient, `J`, `G_T`
+/// and the mean's gradient through the view direction.
+struct PoseTerms<'a, F> {
+    mean: [F; 3],
+    gp: [F; 3],
+    jac: &'a [[F; 3]; 2],
+    g_t: &'a [[F; 3]; 2],
+    g_dir: [F; 3],
+}
+
+/// `G_R += G_p m^T + J^T G_T + t G_d^T`, `G_t += G_p + R G_d` (in `f64`).
+#[inline]
+fn add_pose_terms<F: Real>(acc: &mut PoseGrads, cam: &CameraParams<F>, g: &PoseTerms<'_, F>) {
+    for r in 0..3 {
+        let (gp, t) = (g.gp[r].as_f64(), cam.translation[r].as_f64());
+        for c in 0..3 {
+            let jt = g.jac[0][r] * g.g_t[0][c] + g.jac[1][r] * g.g_t[1][c];
+            acc.rotation[r][c] += gp * g.mean[c].as_f64() + jt.as_f64() + t * g.g_dir[c].as_f64();
+        }
+        let rd = cam.rotation[r][0] * g.g_dir[0]
+            + cam.rotation[r][1] * g.g_dir[1]
+            + cam.rotation[r][2] * g.g_dir[2];
+        acc.translation[r] += gp + rd.as_f64();
     }
 }
 

@@ -3,7 +3,9 @@
 use splat_core::{Camera, Gaussians, TileGrid};
 
 use crate::backend::Backend;
-use crate::types::{Bins, GaussianGrads, Projected, ProjectedGrads, RasterOutput, RenderSettings};
+use crate::types::{
+    Bins, GaussianGrads, PoseGrads, Projected, ProjectedGrads, RasterOutput, RenderSettings,
+};
 use crate::{bin, project, project_bwd, rasterize_bwd, rasterize_fwd};
 
 /// Readable, and the oracle every other backend is compared against. Plain per-Gaussian and per-pixel
@@ -63,7 +65,7 @@ impl Backend for ReferenceBackend {
         projected: &Projected<f32>,
         grads: &ProjectedGrads<f32>,
         out: &mut GaussianGrads<f32>,
-    ) {
-        project_bwd::project_backward(gaussians, camera, settings, projected, grads, out);
+    ) -> PoseGrads {
+        project_bwd::project_backward(gaussians, camera, settings, projected, grads, out)
     }
 }

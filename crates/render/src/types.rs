@@ -52,6 +52,8 @@ pub struct RenderSettings {
     /// Whether rasterize backward also sums, per Gaussian, the absolute values of each pixel's 2D-mean
     /// gradient ([`ProjectedGrads::abs_grad_means2d`], AbsGS's densification statistic).
     pub absgrad: bool,
+    /// Whether project backward also returns the gradient of the camera's pose ([`PoseGrads`]).
+    pub pose_grads: bool,
 }
 
 impl RenderSettings {
@@ -62,6 +64,7 @@ impl RenderSettings {
             cutoffs: Cutoffs::ORIGINAL,
             sh_grads: true,
             absgrad: false,
+            pose_grads: false,
         }
     }
 }
@@ -270,6 +273,42 @@ impl<F: Real> ProjectedGrads<F> {
         self.reset(n);
         if absgrad {
             self.abs_grad_means2d.resize(n, [F::zero(); 2]);
+        }
+    }
+}
+
+/// The gradient of the loss with respect to the camera's pose: its world-to-camera rotation `R` (every
+/// entry as a free variable) and translation `t`, in `f64` whatever the render's precision (a sum over
+/// every visible Gaussian).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PoseGrads {
+    pub rotation: [[f64; 3]; 3],
+    pub translation: [f64; 3],
+}
+
+impl PoseGrads {
+    /// `self + other`.
+    pub fn plus(mut self, other: PoseGrads) -> PoseGrads {
+        for r in 0..3 {
+            for c in 0..3 {
+                self.rotation[r][c] += other.rotation[r][c];
+            }
+            self.translation[r] += other.translation[r];
+        }
+        self
+    }
+
+    /// The 12 values, rotation row by row then translation.
+    pub fn to_array(&self) -> [f64; 12] {
+        let r = self.rotation.as_flattened();
+        std::array::from_fn(|k| if k < 9 { r[k] } else { self.translation[k - 9] })
+    }
+
+    /// The inverse of [`PoseGrads::to_array`].
+    pub fn from_array(v: &[f64; 12]) -> PoseGrads {
+        PoseGrads {
+            rotation: std::array::from_fn(|r| std::array::from_fn(|c| v[3 * r + c])),
+            translation: [v[9], v[10], v[11]],
         }
     }
 }

@@ -264,9 +264,11 @@ fn tile_cull_is_conservative() {
 fn per_gaussian_stages_split_across_threads_match_bitwise() {
     let g = splat_core::synthetic::builtin_scene(10_007);
     let cam = splat_core::synthetic::builtin_camera(320, 240);
-    let settings = RenderSettings::new(3);
+    let mut settings = RenderSettings::new(3);
+    settings.pose_grads = true;
     let mut projected = [Default::default(), Default::default(), Default::default()];
     let mut grads = [Default::default(), Default::default(), Default::default()];
+    let mut poses = [splat_render::PoseGrads::default(); 3];
     let mut reference = Buffers::default();
     splat_render::render(&mut ReferenceBackend, &g, &cam, &settings, &mut reference);
     let weights = random_weights(5, reference.raster.image.len());
@@ -291,7 +293,7 @@ fn per_gaussian_stages_split_across_threads_match_bitwise() {
         let mut go = || {
             let mut cpu = CpuBackend::new();
             cpu.project(&g, &cam, &settings, &mut projected[k]);
-            cpu.project_backward(
+            poses[k] = cpu.project_backward(
                 &g,
                 &cam,
                 &settings,
@@ -324,6 +326,15 @@ fn per_gaussian_stages_split_across_threads_match_bitwise() {
         assert_eq!(q.opacity_logits, rg.opacity_logits);
         assert_eq!(q.sh_dc, rg.sh_dc);
         assert_eq!(q.sh_rest, rg.sh_rest);
+        // The pose's sum is the reference's terms in another order: the same bits on every thread
+        // count, within f64 rounding of the reference's.
+        assert_eq!(poses[k], poses[0]);
+        let (a, b) = (poses[k].to_array(), reference.pose_grads.to_array());
+        let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        assert!(scale > 0.0);
+        for (x, y) in a.iter().zip(&b) {
+            assert!((x - y).abs() <= 1e-12 * scale, "{a:?} vs {b:?}");
+        }
     }
 }
 

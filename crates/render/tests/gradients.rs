@@ -462,3 +462,74 @@ fn rasterize_stage_gradients_including_means2d() {
         compare(&format!("rasterize {name}"), &analytic, &fd);
     }
 }
+
+/// The camera pose's gradient ([`splat_render::PoseGrads`]): every entry of the world-to-camera
+/// rotation (as a free matrix) and translation perturbed by `+-h`, on the pinhole at SH degrees 0 and 3
+/// (the view direction's term), an antialiased scene, and the fisheye with Gaussians far off its axis.
+#[test]
+fn smooth_camera_pose() {
+    let (w, h) = (48, 40);
+    let weights = random_weights(37, (w * h * 3) as usize);
+    let pinhole = test_camera(w, h);
+    let mut fisheye = pinhole.clone();
+    fisheye.projection = Projection::Equidistant;
+    (fisheye.fx, fisheye.fy) = (20.0, 20.0);
+    let mut aa = smooth_scene(520, 1);
+    aa.antialiased = true;
+    let cases = [
+        ("pinhole degree 0", smooth_scene(500, 0), &pinhole),
+        ("pinhole degree 3", smooth_scene(510, 3), &pinhole),
+        ("antialiased", aa, &pinhole),
+        ("fisheye", smooth_scene(530, 2), &fisheye),
+    ];
+    for (tag, g, cam) in cases {
+        let mut settings = RenderSettings::new(g.sh_degree);
+        settings.cutoffs = Cutoffs::SMOOTH;
+        settings.pose_grads = true;
+        let base = forward(&g, cam, &settings);
+        let analytic = pose_backward(&g, cam, &settings, &base, &weights).to_array();
+        let mut fd = [0.0; 12];
+        for (k, v) in fd.iter_mut().enumerate() {
+            let moved = |d: f64| {
+                let mut c = cam.clone();
+                if k < 9 {
+                    c.rotation[k / 3][k % 3] += d;
+                } else {
+                    c.translation[k - 9] += d;
+                }
+                let pass = forward(&g, &c, &settings);
+                assert_eq!(pass.projected.radii, base.projected.radii, "{tag} [{k}]");
+                assert_eq!(
+                    pass.projected.tile_rects, base.projected.tile_rects,
+                    "{tag} [{k}]"
+                );
+                loss(&pass.raster.image, &weights)
+            };
+            *v = (moved(H) - moved(-H)) / (2.0 * H);
+        }
+        let worst = compare(&format!("{tag} pose"), &analytic, &fd);
+        eprintln!("{tag} pose: worst relative error {worst:.2e}");
+    }
+}
+
+fn pose_backward(
+    g: &Gaussians<f64>,
+    cam: &Camera,
+    settings: &RenderSettings,
+    pass: &common::Pass<f64>,
+    weights: &[f64],
+) -> splat_render::PoseGrads {
+    let grid = TileGrid::new(cam.width, cam.height);
+    let mut pg = ProjectedGrads::default();
+    rasterize_bwd::rasterize_backward(
+        &pass.projected,
+        &pass.bins,
+        &grid,
+        settings,
+        &pass.raster,
+        weights,
+        &mut pg,
+    );
+    let mut grads = Gaussians::default();
+    splat_render::project_bwd::project_backward(g, cam, settings, &pass.projected, &pg, &mut grads)
+}

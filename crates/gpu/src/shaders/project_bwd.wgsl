@@ -60,6 +60,14 @@ struct AdamStep {
 
 // One Gaussian's gradients, packed as above (14 + at most 45 floats).
 var<private> pg: array<f32, 59>;
+// With the camera block's counts.w bit 1 (per-stage path only): the Gaussian's share of the camera
+// pose's gradient, G_R row by row (9) then G_t (3), stored after the parameter gradients
+// (`splat_render::project_bwd`'s `add_pose_terms`; the host sums them).
+var<private> pc: array<f32, 12>;
+
+fn pose_grads() -> bool {
+    return (cam.counts.w & 2u) != 0u;
+}
 
 // Rows of a 3 x 3 matrix product a b.
 fn mul33(a: mat3x3<f32>, b: mat3x3<f32>) -> mat3x3<f32> {
@@ -81,6 +89,9 @@ fn parameter_gradients(i: u32) {
     let rest = cam.counts.z;
     for (var k = 0u; k < 14u + rest; k++) {
         pg[k] = 0.0;
+    }
+    for (var k = 0u; k < 12u; k++) {
+        pc[k] = 0.0;
     }
     if radii[i] == 0u {
         return;
@@ -253,6 +264,7 @@ fn parameter_gradients(i: u32) {
             gb[k] += sh_rest[i * rest + at] * gc[ch];
         }
     }
+    var g_dir = vec3<f32>(0.0);
     if coeffs > 1u {
         var gd = vec3<f32>(0.0);
         gd.x -= SH_C1 * gb[3];
@@ -275,7 +287,18 @@ fn parameter_gradients(i: u32) {
             gd += gb[15] * SH_C3[6] * vec3<f32>(3.0 * xx - 3.0 * yy, -6.0 * d.x * d.y, 0.0);
         }
         let dd = dot3(d, gd);
-        g_mean += (gd - d * dd) / norm;
+        g_dir = (gd - d * dd) / norm;
+        g_mean += g_dir;
+    }
+    if pose_grads() {
+        // G_R += G_p m^T + J^T G_T + t G_d^T; G_t += G_p + R G_d.
+        let tc = vec3<f32>(cam.r0.w, cam.r1.w, cam.r2.w);
+        for (var r = 0u; r < 3u; r++) {
+            for (var c = 0u; c < 3u; c++) {
+                pc[3u * r + c] = (gp[r] * mean[c] + (j0[r] * g_t0[c] + j1[r] * g_t1[c])) + tc[r] * g_dir[c];
+            }
+            pc[9u + r] = gp[r] + dot3(rc[r], g_dir);
+        }
     }
     pg[0u] = g_mean.x;
     pg[1u] = g_mean.y;
@@ -297,8 +320,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     parameter_gradients(i);
-    let stride = 14u + cam.counts.z;
-    for (var k = 0u; k < stride; k++) {
+    let params = 14u + cam.counts.z;
+    var stride = params;
+    if pose_grads() {
+        stride += 12u;
+        for (var k = 0u; k < 12u; k++) {
+            out[i * stride + params + k] = pc[k];
+        }
+    }
+    for (var k = 0u; k < params; k++) {
         out[i * stride + k] = pg[k];
     }
 }

@@ -21,7 +21,7 @@ use crate::backend::Backend;
 use crate::project::CameraParams;
 use crate::sh::active_coeffs;
 use crate::types::{
-    reset_grads, Bins, GaussianGradSlices, GaussianGrads, Projected, ProjectedGrads,
+    reset_grads, Bins, GaussianGradSlices, GaussianGrads, PoseGrads, Projected, ProjectedGrads,
     ProjectedSlices, RasterOutput, RenderSettings,
 };
 use crate::{project, project_bwd};
@@ -79,6 +79,7 @@ impl Backend for CpuBackend {
             &|s: &ProjectedSlices<'_, f32>| s.len(),
             &|s, mid| s.split_at(mid),
             &|s| project::project_range(gaussians, &ctx, s),
+            |(), ()| (),
         );
     }
 
@@ -139,16 +140,24 @@ impl Backend for CpuBackend {
         projected: &Projected<f32>,
         grads: &ProjectedGrads<f32>,
         out: &mut GaussianGrads<f32>,
-    ) {
+    ) -> PoseGrads {
         reset_grads(out, gaussians, settings);
         let cam = CameraParams::<f32>::new(camera);
-        let coeffs = active_coeffs(settings.sh_degree, gaussians.sh_degree);
+        let inputs = project_bwd::BackwardInputs {
+            gaussians,
+            cam: &cam,
+            coeffs: active_coeffs(settings.sh_degree, gaussians.sh_degree),
+            projected,
+            grads,
+            pose: settings.pose_grads,
+        };
         split_range(
             GaussianGradSlices::new(out),
             &|s: &GaussianGradSlices<'_, f32>| s.len(),
             &|s, mid| s.split_at(mid),
-            &|s| project_bwd::project_backward_range(gaussians, &cam, coeffs, projected, grads, s),
-        );
+            &|s| project_bwd::project_backward_range(&inputs, s),
+            PoseGrads::plus,
+        )
     }
 }
 
@@ -156,21 +165,24 @@ impl Backend for CpuBackend {
 const GAUSSIANS_PER_TASK: usize = 2048;
 
 /// Runs `work` on disjoint ranges of `s` in parallel (recursive halving with `rayon::join`: no
-/// allocation, and each Gaussian's result does not depend on the split).
-fn split_range<S: Send>(
+/// allocation, and each Gaussian's result does not depend on the split) and combines the ranges'
+/// results with `join` in range order (the split depends on the length only, so the sums are the same
+/// bits on any number of threads).
+fn split_range<S: Send, R: Send>(
     s: S,
     len: &(dyn Fn(&S) -> usize + Sync),
     split: &(dyn Fn(S, usize) -> (S, S) + Sync),
-    work: &(dyn Fn(S) + Sync),
-) {
+    work: &(dyn Fn(S) -> R + Sync),
+    join: fn(R, R) -> R,
+) -> R {
     let n = len(&s);
     if n <= GAUSSIANS_PER_TASK {
-        work(s);
-        return;
+        return work(s);
     }
     let (a, b) = split(s, n / 2);
-    rayon::join(
-        || split_range(a, len, split, work),
-        || split_range(b, len, split, work),
+    let (ra, rb) = rayon::join(
+        || split_range(a, len, split, work, join),
+        || split_range(b, len, split, work, join),
     );
+    join(ra, rb)
 }
