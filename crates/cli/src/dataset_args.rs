@@ -71,6 +71,11 @@ pub struct DataArgs {
     /// colour and trains against that; `mask` leaves pixels with alpha under one half out.
     #[arg(long, value_enum, default_value_t = AlphaArg::Background)]
     pub alpha_mode: AlphaArg,
+    /// Camera poses from this COLMAP images.txt instead of the dataset's, matched by image name: the
+    /// refined poses a `--pose-opt` run writes (OUT/images.txt). Intrinsics and images stay the
+    /// dataset's; images the file does not name keep their poses.
+    #[arg(long, value_name = "FILE")]
+    pub poses: Option<std::path::PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, Default, ValueEnum)]
@@ -104,6 +109,7 @@ impl DataArgs {
                     AlphaArg::Mask => AlphaMode::Mask,
                 },
             },
+            poses: self.poses.clone(),
         })
     }
 }

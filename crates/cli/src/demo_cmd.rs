@@ -37,12 +37,17 @@ pub struct DemoArgs {
     /// stop) and white balance (+-15% per channel); `mover` paints an object that moves into half of
     /// them and writes `masks/` that leave it out. Test views stay clean, so the metrics say what the
     /// scene learned. `fisheye` takes every photo through an OPENCV_FISHEYE lens seeing 170 degrees
-    /// across (rendered natively as the equidistant fisheye).
+    /// across (rendered natively as the equidistant fisheye). `perturbed-poses` knocks every
+    /// training photo's pose in the model off by 0.5-2 degrees and 1-3% of the camera spread (the true
+    /// poses in DIR/dataset/true_poses.txt, which `--poses` reads), for `--pose-opt` to find them.
     #[arg(long, value_enum, default_value_t = VariantArg::Plain)]
     pub variant: VariantArg,
     /// A colour model per training photo (as `splat train --appearance`).
     #[arg(long, value_enum)]
     pub appearance: Option<crate::train_cmd::AppearanceArg>,
+    /// Refine the training photos' poses with the scene (as `splat train --pose-opt`).
+    #[arg(long)]
+    pub pose_opt: bool,
     /// Size of the photos, `WIDTHxHEIGHT` (32 views).
     #[arg(long, value_parser = parse_size, default_value = "160x120")]
     pub size: (u32, u32),
@@ -57,6 +62,7 @@ pub enum VariantArg {
     Exposure,
     Mover,
     Fisheye,
+    PerturbedPoses,
 }
 
 pub fn demo(args: DemoArgs) -> Result<()> {
@@ -70,6 +76,7 @@ pub fn demo(args: DemoArgs) -> Result<()> {
         VariantArg::Exposure => DemoVariant::Exposure,
         VariantArg::Mover => DemoVariant::Mover,
         VariantArg::Fisheye => DemoVariant::Fisheye,
+        VariantArg::PerturbedPoses => DemoVariant::PerturbedPoses,
     };
     write_demo_dataset(
         &data,
@@ -95,6 +102,7 @@ pub fn demo(args: DemoArgs) -> Result<()> {
         train: TrainConfig {
             seed: args.seed,
             appearance: args.appearance.map(|a| a.kind()).unwrap_or_default(),
+            pose_opt: args.pose_opt,
             ..preset.config(args.iters)
         },
         checkpoint_every: 1000,

@@ -73,6 +73,7 @@ pub fn eval(args: EvalArgs) -> Result<()> {
         backend.as_mut(),
         &g,
         views,
+        None,
         ds.background,
         degree,
         |_, _| {},

@@ -277,6 +277,7 @@ fn render_dataset(args: &RenderArgs, ply: &Path, data: &Path) -> Result<()> {
         backend.as_mut(),
         &g,
         views,
+        None,
         ds.background,
         degree,
         |v, img| {

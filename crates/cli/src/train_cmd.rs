@@ -66,6 +66,13 @@ pub struct TrainArgs {
     /// the grid 0.9-4.6 dB, BENCHMARKS.md); try `affine` first and judge by cc-PSNR and by eye.
     #[arg(long, value_enum)]
     pub appearance: Option<AppearanceArg>,
+    /// Refine every training photo's camera pose with the scene (gsplat's pose_opt: a 9-value
+    /// correction per photo, Adam at 1e-5 decaying to 1e-7): for poses from structure from motion or a
+    /// video that are a fraction of a degree off. The refined poses are written to OUT/images.txt
+    /// (COLMAP; `--poses` reads it) and OUT/cameras.json; test views are scored at their given poses.
+    /// Runs on the host with a GPU (per stage, not resident).
+    #[arg(long)]
+    pub pose_opt: bool,
     /// Train for at most this long, e.g. `90s`, `5m`, `1h` (training only: loading and the final
     /// evaluation are not counted): a short calibration measures this machine's step on the data,
     /// the preset's schedule is planned to the most steps (up to its own or --iters) predicted to
@@ -250,6 +257,7 @@ fn train_config(args: &TrainArgs, iters: Option<u64>) -> Result<(TrainConfig, Op
     if let Some(a) = args.appearance {
         train.appearance = a.kind();
     }
+    train.pose_opt |= args.pose_opt;
     Ok((train, fit))
 }
 

@@ -16,7 +16,8 @@ pub struct ViewArgs {
     /// A scene in any format splat reads (see `splat convert --help`), or a training output folder
     /// (its point_cloud.ply).
     pub scene: PathBuf,
-    /// Dataset whose cameras the page lists, with each ground-truth photo beside the render.
+    /// Dataset whose cameras the page lists, with each ground-truth photo beside the render (from the
+    /// refined poses when SCENE is the folder of a `--pose-opt` run, which holds them in images.txt).
     #[arg(long)]
     pub data: Option<PathBuf>,
     #[command(flatten)]
@@ -38,7 +39,17 @@ pub fn view(args: ViewArgs) -> Result<()> {
     let mut background = [0.0f32; 3];
     let (views, mut up) = match &args.data {
         Some(data) => {
-            let ds = load_dataset(data, &args.data_args.options(false)?)?;
+            let mut options = args.data_args.options(false)?;
+            // A `--pose-opt` run's folder: its cameras are the refined ones.
+            let refined = args.scene.join("images.txt");
+            if options.poses.is_none() && args.scene.is_dir() && refined.is_file() {
+                eprintln!(
+                    "cameras: the refined poses of {} (--poses FILE to choose others)",
+                    refined.display()
+                );
+                options.poses = Some(refined);
+            }
+            let ds = load_dataset(data, &options)?;
             background = ds.background;
             dataset_views(&ds)?
         }

@@ -146,13 +146,35 @@ struct Expected {
 }
 
 /// Checks the poses of `data` against the cameras the photos were taken with (`name_of` maps a
-/// photo's index to its name in the dataset), then trains on it and checks the test PSNR.
+/// photo's index to its name in the dataset), then trains on it and checks the test PSNR. COLMAP's
+/// mapper is not deterministic (not even on one thread, measured), and one run in many converges to
+/// a distorted model (once in CI: all 40 photos registered, median rotation error 6.3 degrees against
+/// the usual 0.2-0.3): a first failure of the pose check runs `prepare_again` and checks once more.
 fn check_poses_and_training(
     data: &Path,
     truth: &[splat_core::Camera],
     name_of: &dyn Fn(usize) -> String,
     want: &Expected,
+    prepare_again: &dyn Fn(),
 ) {
+    if let Err(first) = poses_within(data, truth, name_of, want) {
+        eprintln!("{}: {first}; preparing again", want.label);
+        prepare_again();
+        poses_within(data, truth, name_of, want).unwrap();
+    }
+    let trained = data.with_file_name(format!("{}-trained", want.label));
+    let psnr = train_psnr(data, &trained);
+    eprintln!("{}: test PSNR {psnr:.2} dB", want.label);
+    assert!(psnr > want.min_psnr, "test PSNR {psnr:.2} dB");
+}
+
+/// Whether the poses of `data` are within `want` of the truth.
+fn poses_within(
+    data: &Path,
+    truth: &[splat_core::Camera],
+    name_of: &dyn Fn(usize) -> String,
+    want: &Expected,
+) -> Result<(), String> {
     let e = pose_errors(&data.join("sparse/0"), truth, name_of);
     let rot = PoseErrors::median(&e.rotation_deg);
     let pos = PoseErrors::median(&e.position) / e.extent;
@@ -162,19 +184,13 @@ fn check_poses_and_training(
         e.matched,
         100.0 * pos
     );
-    assert!(
-        e.matched >= want.min_registered,
-        "only {} registered",
-        e.matched
-    );
-    assert!(
-        rot < want.max_rotation_deg && pos < want.max_position_of_spread,
-        "rotation {rot} deg, position {pos} of the spread"
-    );
-    let trained = data.with_file_name(format!("{}-trained", want.label));
-    let psnr = train_psnr(data, &trained);
-    eprintln!("{}: test PSNR {psnr:.2} dB", want.label);
-    assert!(psnr > want.min_psnr, "test PSNR {psnr:.2} dB");
+    if e.matched < want.min_registered {
+        return Err(format!("only {} registered", e.matched));
+    }
+    if !(rot < want.max_rotation_deg && pos < want.max_position_of_spread) {
+        return Err(format!("rotation {rot} deg, position {pos} of the spread"));
+    }
+    Ok(())
 }
 
 #[test]
@@ -231,7 +247,17 @@ fn photos_to_poses_to_a_trained_scene() {
         max_position_of_spread: 0.02,
         min_psnr: MIN_PSNR_PHOTOS,
     };
-    check_poses_and_training(&data, &truth, &|i| format!("photo_{i:03}.jpg"), &want);
+    let again = || {
+        std::fs::remove_dir_all(&data).unwrap();
+        prepare_ok(&photos, &data, &expect);
+    };
+    check_poses_and_training(
+        &data,
+        &truth,
+        &|i| format!("photo_{i:03}.jpg"),
+        &want,
+        &again,
+    );
 }
 
 #[test]
@@ -273,7 +299,17 @@ fn a_video_to_a_trained_scene_twice_in_one_folder() {
         min_psnr: MIN_PSNR_VIDEO,
     };
     // frame_00001.jpg is photo 0.
-    check_poses_and_training(&data, &truth, &|i| format!("frame_{:05}.jpg", i + 1), &want);
+    let again = || {
+        std::fs::remove_dir_all(&data).unwrap();
+        prepare_ok(&video, &data, &expect);
+    };
+    check_poses_and_training(
+        &data,
+        &truth,
+        &|i| format!("frame_{:05}.jpg", i + 1),
+        &want,
+        &again,
+    );
 }
 
 /// A folder on PATH holding links to only the named programs.

@@ -6,7 +6,7 @@
 //! projects to `u = fx x / z + cx`, `v = fy y / z + cy` in the same continuous coordinates, so `cx = width / 2`
 //! is the middle of the image.
 
-use crate::math::{dot3, mat3_t_vec, mat3_vec, Mat3, Vec3};
+use crate::math::{cross, dot3, mat3_t_vec, mat3_vec, Mat3, Vec3};
 
 /// How a camera maps a camera-space direction to the image.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -153,14 +153,6 @@ impl Camera {
     pub fn num_pixels(&self) -> usize {
         self.width as usize * self.height as usize
     }
-}
-
-fn cross(a: Vec3<f64>, b: Vec3<f64>) -> Vec3<f64> {
-    [
-        a[1] * b[2] - a[2] * b[1],
-        a[2] * b[0] - a[0] * b[2],
-        a[0] * b[1] - a[1] * b[0],
-    ]
 }
 
 fn normalize(v: Vec3<f64>) -> Vec3<f64> {

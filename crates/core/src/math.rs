@@ -13,6 +13,16 @@ pub fn dot3<F: Real>(a: Vec3<F>, b: Vec3<F>) -> F {
     a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 }
 
+/// `a x b`.
+#[inline]
+pub fn cross<F: Real>(a: Vec3<F>, b: Vec3<F>) -> Vec3<F> {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+
 #[inline]
 pub fn mat3_vec<F: Real>(m: &Mat3<F>, v: Vec3<F>) -> Vec3<F> {
     [dot3(m[0], v), dot3(m[1], v), dot3(m[2], v)]

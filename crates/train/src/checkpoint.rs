@@ -8,6 +8,7 @@ use splat_core::Gaussians;
 
 use crate::adam::AdamState;
 use crate::appearance::{AppearanceKind, AppearanceState};
+use crate::pose::{PoseState, PER_VIEW};
 use crate::state::{TrainState, GROUPS};
 
 const MAGIC: &[u8; 8] = b"SPLATCK1";
@@ -15,7 +16,9 @@ const MAGIC: &[u8; 8] = b"SPLATCK1";
 // 3: the 3D filter sizes after the statistics (0 or one per Gaussian); version 2 files still read.
 // 4: the per-image appearance models after them: `u32` kind (0 none), and when not none `u64` images,
 //    the parameters, the Adam step and moments; versions 2 and 3 read without models.
-const VERSION: u32 = 4;
+// 5: the pose corrections after them: `u64` views (0 none), and when not none the parameters, the Adam
+//    step and moments; earlier versions read without corrections.
+const VERSION: u32 = 5;
 
 fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -77,6 +80,16 @@ pub fn to_bytes(s: &TrainState) -> Vec<u8> {
             w.u64(a.adam.step);
             w.f32s(&a.adam.m);
             w.f32s(&a.adam.v);
+        }
+    }
+    match &s.poses {
+        None => w.u64(0),
+        Some(p) => {
+            w.u64(p.views as u64);
+            w.f32s(&p.params);
+            w.u64(p.adam.step);
+            w.f32s(&p.adam.m);
+            w.f32s(&p.adam.v);
         }
     }
     let sum = fnv1a(&w.0);
@@ -178,6 +191,11 @@ pub fn from_bytes(b: &[u8]) -> Result<TrainState, String> {
     } else {
         None
     };
+    let poses = if version >= 5 {
+        read_poses(&mut r, body.len())?
+    } else {
+        None
+    };
     if r.pos != body.len() {
         return Err("trailing bytes".into());
     }
@@ -191,7 +209,28 @@ pub fn from_bytes(b: &[u8]) -> Result<TrainState, String> {
         max_radii,
         filter_3d,
         appearance,
+        poses,
     })
+}
+
+fn read_poses(r: &mut Reader, len: usize) -> Result<Option<PoseState>, String> {
+    let views = r.u64()? as usize;
+    if views == 0 {
+        return Ok(None);
+    }
+    let values = views
+        .checked_mul(PER_VIEW)
+        .filter(|&v| v <= len / 4)
+        .ok_or("pose corrections larger than the file")?;
+    let params = r.f32s(values, "pose corrections")?;
+    let step = r.u64()?;
+    let m = r.f32s(values, "pose moments")?;
+    let v = r.f32s(values, "pose moments")?;
+    Ok(Some(PoseState {
+        views,
+        params,
+        adam: AdamState { m, v, step },
+    }))
 }
 
 fn read_appearance(r: &mut Reader, len: usize) -> Result<Option<AppearanceState>, String> {

@@ -141,6 +141,8 @@ pub struct TrainConfig {
     pub visible_adam: bool,
     /// A colour model per training image trained with the scene ([`crate::appearance`]).
     pub appearance: crate::appearance::AppearanceKind,
+    /// Refine every training view's pose with the scene ([`crate::pose`]).
+    pub pose_opt: bool,
 }
 
 impl Default for TrainConfig {
@@ -178,6 +180,7 @@ impl Default for TrainConfig {
             resolution_schedule: Vec::new(),
             visible_adam: false,
             appearance: Default::default(),
+            pose_opt: false,
         }
     }
 }

@@ -23,11 +23,13 @@ pub struct ViewMetrics {
     pub cc_psnr: Option<f64>,
 }
 
-/// Renders each view, calls `on_render` with the image (clamped to [0, 1]) and returns the metrics.
+/// Renders each view (from `cameras[i]` where given, e.g. refined poses, else the view's own camera),
+/// calls `on_render` with the image (clamped to [0, 1]) and returns the metrics.
 pub fn evaluate(
     backend: &mut dyn Backend,
     gaussians: &Gaussians<f32>,
     views: &[View],
+    cameras: Option<&[splat_core::Camera]>,
     background: [f32; 3],
     sh_degree: usize,
     mut on_render: impl FnMut(&View, &[f32]),
@@ -38,8 +40,9 @@ pub fn evaluate(
     let mut target = Vec::new();
     let mut weights = Vec::new();
     let mut out = Vec::new();
-    for v in views {
-        splat_render::render(backend, gaussians, &v.camera, &settings, &mut buffers);
+    for (i, v) in views.iter().enumerate() {
+        let camera = cameras.map_or(&v.camera, |c| &c[i]);
+        splat_render::render(backend, gaussians, camera, &settings, &mut buffers);
         let img: Vec<f32> = buffers
             .raster
             .image

@@ -19,6 +19,7 @@ pub mod memory;
 pub mod metrics;
 pub mod mip;
 pub mod parallel;
+pub mod pose;
 pub mod preset;
 pub mod random;
 pub mod report;

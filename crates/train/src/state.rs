@@ -33,6 +33,8 @@ pub struct TrainState {
     pub filter_3d: Vec<f32>,
     /// The per-image colour models and their Adam state (none without `--appearance`).
     pub appearance: Option<crate::appearance::AppearanceState>,
+    /// The training views' pose corrections and their Adam state (none without `--pose-opt`).
+    pub poses: Option<crate::pose::PoseState>,
 }
 
 /// The flattened parameters of group `g`.
@@ -69,6 +71,7 @@ impl TrainState {
             max_radii: vec![0.0; n],
             filter_3d: Vec::new(),
             appearance: None,
+            poses: None,
         }
     }
 

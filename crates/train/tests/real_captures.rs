@@ -180,6 +180,7 @@ fn test_psnr(ds: &Dataset, cfg: TrainConfig) -> (f64, f64) {
         &mut CpuBackend::new(),
         &g,
         &ds.test,
+        None,
         ds.background,
         3,
         |_, _| {},

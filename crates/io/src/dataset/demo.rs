@@ -16,7 +16,9 @@ use splat_core::math::mat_to_quat;
 use splat_core::{Camera, Projection};
 
 use super::colmap::{write, ColmapImage, Points};
-use super::demo_variants::{fisheye_camera, lens, vary, DemoVariant};
+use super::demo_variants::{
+    fisheye_camera, lens, perturbed_poses, vary, DemoVariant, TRUE_POSES_FILE,
+};
 use super::DatasetError;
 use crate::write_atomic;
 
@@ -346,6 +348,21 @@ pub fn write_pinhole_model(
     write_model(dir, cams, Distortion::None, names, points)
 }
 
+/// COLMAP image records of `cams` (ids from 1, camera 1), `names[i]` the image of `cams[i]`.
+fn colmap_images(cams: &[Camera], names: &[String]) -> Vec<ColmapImage> {
+    cams.iter()
+        .zip(names)
+        .enumerate()
+        .map(|(i, (cam, name))| ColmapImage {
+            id: i as u32 + 1,
+            qvec: mat_to_quat(&cam.rotation),
+            tvec: cam.translation,
+            camera_id: 1,
+            name: name.clone(),
+        })
+        .collect()
+}
+
 /// [`write_pinhole_model`], or with an OPENCV_FISHEYE camera for an equidistant `cams[0]` with the
 /// fisheye `lens`.
 fn write_model(
@@ -367,18 +384,7 @@ fn write_model(
         (Projection::Pinhole, _) => ("PINHOLE", Vec::new()),
     };
     std::fs::create_dir_all(dir).map_err(|e| DatasetError::io(dir, e))?;
-    let images: Vec<ColmapImage> = cams
-        .iter()
-        .zip(names)
-        .enumerate()
-        .map(|(i, (cam, name))| ColmapImage {
-            id: i as u32 + 1,
-            qvec: mat_to_quat(&cam.rotation),
-            tvec: cam.translation,
-            camera_id: 1,
-            name: name.clone(),
-        })
-        .collect();
+    let images = colmap_images(cams, names);
     let files = [
         (
             "cameras.txt",
@@ -429,7 +435,16 @@ pub fn write_demo_dataset(root: &Path, opts: &DemoOptions) -> Result<(), Dataset
         write_atomic(&path, &png).map_err(|e| DatasetError::io(&path, e))?;
         names.push(name);
     }
-    write_model(&model_dir, &cams, lens, &names, &demo_points(opts))?;
+    let model_cams = match opts.variant {
+        DemoVariant::PerturbedPoses => {
+            let path = root.join(TRUE_POSES_FILE);
+            let text = write::images_txt(&colmap_images(&cams, &names));
+            write_atomic(&path, text.as_bytes()).map_err(|e| DatasetError::io(&path, e))?;
+            perturbed_poses(&cams, opts.seed)
+        }
+        _ => cams,
+    };
+    write_model(&model_dir, &model_cams, lens, &names, &demo_points(opts))?;
     Ok(())
 }
 

@@ -25,6 +25,74 @@ pub enum DemoVariant {
     Exposure,
     Mover,
     Fisheye,
+    /// The plain photos with every training view's pose in the model knocked off
+    /// ([`perturbed_poses`]); the true poses in [`TRUE_POSES_FILE`].
+    PerturbedPoses,
+}
+
+/// The `perturbed-poses` variant's true poses (a COLMAP images.txt in the dataset folder, which
+/// `--poses` reads).
+pub const TRUE_POSES_FILE: &str = "true_poses.txt";
+/// The `perturbed-poses` variant's rotation error range, degrees.
+pub const POSE_ROTATION_DEGREES: (f64, f64) = (0.5, 2.0);
+/// Its position error range, as fractions of the camera spread (the largest distance of a camera
+/// centre from their mean).
+pub const POSE_POSITION_SPREAD: (f64, f64) = (0.01, 0.03);
+
+/// The cameras with every training view's pose turned about a random axis by an angle in
+/// [`POSE_ROTATION_DEGREES`] and its centre moved in a random direction by [`POSE_POSITION_SPREAD`] of
+/// the spread (seeded; test views keep their poses).
+pub fn perturbed_poses(cams: &[Camera], seed: u64) -> Vec<Camera> {
+    let centres: Vec<[f64; 3]> = cams.iter().map(|c| c.center()).collect();
+    let n = centres.len().max(1) as f64;
+    let mean: [f64; 3] = std::array::from_fn(|k| centres.iter().map(|c| c[k]).sum::<f64>() / n);
+    let spread = centres
+        .iter()
+        .map(|c| (0..3).map(|k| (c[k] - mean[k]).powi(2)).sum::<f64>().sqrt())
+        .fold(0.0, f64::max);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x9053_0ff5);
+    let unit = |rng: &mut ChaCha8Rng| loop {
+        let v: [f64; 3] = std::array::from_fn(|_| rng.random_range(-1.0..1.0));
+        let len = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        if (0.1..=1.0).contains(&len) {
+            return v.map(|x| x / len);
+        }
+    };
+    cams.iter()
+        .enumerate()
+        .map(|(i, cam)| {
+            let (axis, dir) = (unit(&mut rng), unit(&mut rng));
+            let angle = rng
+                .random_range(POSE_ROTATION_DEGREES.0..POSE_ROTATION_DEGREES.1)
+                .to_radians();
+            let dist = spread * rng.random_range(POSE_POSITION_SPREAD.0..POSE_POSITION_SPREAD.1);
+            if is_test_view(i) {
+                return cam.clone();
+            }
+            let turn = axis_angle(axis, angle);
+            let rotation = splat_core::math::matmul(&turn, &cam.rotation);
+            let c = cam.center();
+            let centre: [f64; 3] = std::array::from_fn(|k| c[k] + dist * dir[k]);
+            let rc = splat_core::math::mat3_vec(&rotation, centre);
+            Camera {
+                rotation,
+                translation: rc.map(|v| -v),
+                ..cam.clone()
+            }
+        })
+        .collect()
+}
+
+/// The rotation by `angle` about the unit `axis` (Rodrigues).
+fn axis_angle(axis: [f64; 3], angle: f64) -> [[f64; 3]; 3] {
+    let (s, c) = angle.sin_cos();
+    let [x, y, z] = axis;
+    let t = 1.0 - c;
+    [
+        [c + t * x * x, t * x * y - s * z, t * x * z + s * y],
+        [t * x * y + s * z, c + t * y * y, t * y * z - s * x],
+        [t * x * z - s * y, t * y * z + s * x, c + t * z * z],
+    ]
 }
 
 /// The `fisheye` variant's lens, OPENCV_FISHEYE's `k1..k4` (a mild barrel; `theta_d` grows at every
@@ -81,7 +149,7 @@ pub fn vary(
     h: u32,
 ) -> Option<Vec<u8>> {
     match variant {
-        DemoVariant::Plain | DemoVariant::Fisheye => None,
+        DemoVariant::Plain | DemoVariant::Fisheye | DemoVariant::PerturbedPoses => None,
         DemoVariant::Exposure => {
             let g = exposure_gains(seed, i);
             for px in rgb.chunks_exact_mut(3) {

@@ -9,6 +9,7 @@ pub mod demo_variants;
 pub mod imageload;
 pub mod llff;
 pub mod masks;
+pub mod poses;
 pub mod random_init;
 pub mod transforms;
 
@@ -129,6 +130,9 @@ pub struct LoadOptions {
     /// Where masks come from and what they mean ([`masks`]).
     #[serde(default)]
     pub masks: MaskOptions,
+    /// Camera poses from this COLMAP `images.txt` in place of the dataset's ([`poses`]).
+    #[serde(default)]
+    pub poses: Option<PathBuf>,
 }
 
 /// One posed image.
@@ -230,6 +234,9 @@ pub fn load(root: &Path, opts: &LoadOptions) -> Result<Dataset, DatasetError> {
         DatasetFormat::Transforms => transforms::load_transforms(root, opts)?,
         DatasetFormat::Llff => llff::load_llff(root, opts)?,
     };
+    if let Some(path) = &opts.poses {
+        poses::apply_poses(&mut ds, path)?;
+    }
     ds.scene_extent = scene_extent(ds.all_views().map(|v| &v.camera));
     // Loaders that load several splits report the same things once.
     let mut seen = std::collections::HashSet::new();

@@ -74,6 +74,7 @@ impl QualityCurve {
             self.backend.as_mut(),
             &gaussians,
             eval.views,
+            None,
             eval.background,
             degree,
             |_, _| {},

@@ -16,6 +16,7 @@ mod curve;
 mod files;
 mod observer;
 mod outputs;
+mod poses;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -1,5 +1,6 @@
 //! The end of a finished run on rank 0: the final checkpoint, `point_cloud.ply` (the 3D filter, if
-//! any, baked in), the evaluation with its `renders/`, `metrics.json` and `report.html`.
+//! any, baked in), with `--pose-opt` the refined poses (`cameras.json`, `images.txt`), the evaluation
+//! with its `renders/`, `metrics.json` and `report.html`.
 
 use splat_core::Gaussians;
 use splat_io::write_atomic;
@@ -38,6 +39,10 @@ impl Running<'_> {
         self.worker.submit(move || {
             splat_io::write_ply(&ply_path, &ply_gaussians).map_err(|e| e.to_string())
         });
+        if self.trainer.cfg.pose_opt {
+            let refined = self.trainer.refined_cameras();
+            super::poses::write_poses(self.dir, &self.ds.train, &refined, &self.ds.test)?;
+        }
         let mut backend = make_backend();
         let (view_metrics, report_views, split) = self.evaluate(backend.as_mut(), &gaussians)?;
         let (dir, worker) = (self.dir, self.worker);
@@ -102,10 +107,14 @@ impl Running<'_> {
             views.len().div_ceil(REPORT_TRAIN_VIEWS).max(1)
         };
         let mut evaluated = 0usize;
+        // Without a test split the training views are scored from the poses they were trained with.
+        let refined =
+            (split == "train" && self.trainer.cfg.pose_opt).then(|| self.trainer.refined_cameras());
         let view_metrics = evaluate(
             backend,
             gaussians,
             views,
+            refined.as_deref(),
             self.ds.background,
             self.trainer.state.active_sh_degree,
             |view, img| {

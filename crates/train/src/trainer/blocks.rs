@@ -63,6 +63,7 @@ impl<'a> Trainer<'a> {
             (self.cfg.absgrad, "--absgrad"),
             (self.cfg.mip_filter, "--mip-filter"),
             (appearance, "--appearance"),
+            (self.cfg.pose_opt, "--pose-opt"),
             (masked, "masks"),
         ]
         .iter()

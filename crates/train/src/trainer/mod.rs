@@ -23,6 +23,7 @@ mod blocks;
 mod outcome;
 mod photometric;
 mod plan;
+mod poses;
 mod step;
 
 use splat_core::Gaussians;
@@ -101,6 +102,8 @@ pub struct Trainer<'a> {
     /// every image's model.
     appearance: crate::appearance::Appearance,
     appearance_grads: Vec<f32>,
+    /// The step's gradient of every training view's pose correction ([`crate::pose`]).
+    pose_grads: Vec<f32>,
 }
 
 /// Steps between recomputations of the 3D filter after densification stops (Mip-Splatting's).
@@ -163,9 +166,11 @@ impl<'a> Trainer<'a> {
             mask_weights: Vec::new(),
             appearance: Default::default(),
             appearance_grads: Vec::new(),
+            pose_grads: Vec::new(),
         }
         .with_filter_sizes()
         .with_appearance()
+        .with_poses()
     }
 
     /// With `--mip-filter`, gives a state without filter sizes (a fresh run, or a checkpoint from a

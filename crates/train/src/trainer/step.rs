@@ -88,6 +88,7 @@ impl<'a> Trainer<'a> {
             self.seen.resize(self.state.len(), 0.0);
         }
         self.clear_appearance_grads();
+        self.clear_pose_grads();
         let mut local_views = 0;
         for j in 0..self.cfg.batch.max(1) {
             let vi = self.view_of(work.plan.it, j);
@@ -124,11 +125,13 @@ impl<'a> Trainer<'a> {
     fn view_pass(&mut self, vi: usize, sh_grads: bool, times: &mut StageTimes) -> (LossValue, f64) {
         let view = &self.scaled.of(self.views)[vi];
         view.image.to_f32(&mut self.target);
-        // A copy (plain numbers): the loss below borrows the trainer mutably.
-        let cam = &self.scaled.of(self.views)[vi].camera.clone();
+        // A copy (plain numbers, with the view's pose correction): the loss below borrows the trainer
+        // mutably.
+        let cam = &self.training_camera(vi);
         let mut settings = RenderSettings::new(self.state.active_sh_degree);
         settings.background = self.background;
         settings.sh_grads = sh_grads;
+        settings.pose_grads = self.cfg.pose_opt;
         settings.absgrad = self.cfg.absgrad && self.cfg.strategy == Strategy::Default;
         let filtered = !self.state.filter_3d.is_empty();
         if filtered {
@@ -152,6 +155,7 @@ impl<'a> Trainer<'a> {
             &mut self.buffers,
         );
         times.add_render(&self.buffers.timings[self.buffers.timings.len().min(3)..]);
+        self.add_pose_grads(vi);
         if filtered {
             self.restore_filtered();
         }
@@ -215,6 +219,7 @@ impl<'a> Trainer<'a> {
                 self.collective.max_f32(&mut self.seen);
             }
             self.collective.sum_f32(&mut self.appearance_grads);
+            self.collective.sum_f32(&mut self.pose_grads);
             self.collective.sum_f64(&mut work.sums);
             work.stats.times.densify += t.elapsed();
         }
@@ -235,7 +240,10 @@ impl<'a> Trainer<'a> {
         } else {
             all_finite(&self.batch_grads)
         };
-        work.stats.loss.is_finite() && grads_ok && self.appearance_grads_finite()
+        work.stats.loss.is_finite()
+            && grads_ok
+            && self.appearance_grads_finite()
+            && self.pose_grads_finite()
     }
 
     /// A step whose loss or gradients are not finite changes nothing (counted in `skipped_steps`); too
@@ -324,6 +332,7 @@ impl<'a> Trainer<'a> {
                 }
             }
             self.optimize_appearance(work.plan.it);
+            self.optimize_poses(work.plan.it);
         }
         work.stats.times.adam = t.elapsed();
     }
@@ -346,7 +355,8 @@ impl<'a> Trainer<'a> {
     /// with.
     fn optimize_sh_formed(&mut self, it: u64, lrs: &[f64; 6]) {
         let betas = self.cfg.adam_betas();
-        let camera = &self.views[self.view_of(it, 0)].camera;
+        // The camera the step rendered from (its pose correction is updated after this).
+        let camera = &self.training_camera(self.view_of(it, 0));
         let g = &mut self.state.gaussians;
         let rest_len = g.sh_rest_len();
         let src = ShGradSource {

@@ -1,0 +1,292 @@
+//! Camera pose refinement (`--pose-opt`): a correction of every training view's pose, trained with the
+//! scene, for poses from structure from motion that are a fraction of a degree off
+//! (`../shared/docs/real-captures.md`).
+//!
+//! The parametrization is gsplat's (`CameraOptModule`): per training view a 9-vector `e`, zero at the
+//! start, 3 for a translation `dt` and 6 for a rotation `A` from two vectors (`e[3..9]` plus the
+//! identity's first two rows, through Gram-Schmidt: rows `b1 = n(a1)`, `b2 = n(a2 - (b1.a2) b1)`,
+//! `b3 = b1 x b2`), applied on the camera's side: `c2w' = c2w [A dt; 0 1]`. In this crate's
+//! world-to-camera form that is `R' = A^T R`, `t' = A^T (t - dt)` ([`refine`]). The optimizer is gsplat's
+//! too: Adam at 1e-5 x sqrt(batch), L2 weight decay 1e-6 (added to the gradient, as torch's Adam
+//! does), the rate decaying exponentially to 0.01x over the run; every view's correction is updated on
+//! every step (dense, as gsplat does).
+//!
+//! The render's backward gives the gradient with respect to `R'` and `t'` as free entries
+//! ([`splat_render::PoseGrads`]); [`embedding_grads`] chains it to `e`:
+//! `G_A = R G_R'^T + (t - dt) G_t'^T`, `G_dt = -A G_t'`, then back through Gram-Schmidt. Test views are
+//! never corrected: they are scored at their given poses (the anchors' protocol).
+
+use serde::Serialize;
+use splat_core::math::{cross, dot3, matmul, transpose};
+use splat_core::Camera;
+use splat_render::PoseGrads;
+
+use crate::adam::AdamState;
+
+/// Values per training view.
+pub const PER_VIEW: usize = 9;
+/// gsplat's `pose_opt_lr`.
+pub const LEARNING_RATE: f64 = 1e-5;
+/// gsplat's `pose_opt_reg` (Adam's L2 weight decay).
+pub const WEIGHT_DECAY: f64 = 1e-6;
+/// The rate at the end of the run, relative to the start (gsplat's exponential decay to 0.01x).
+pub const FINAL_FACTOR: f64 = 0.01;
+
+type Mat3 = [[f64; 3]; 3];
+
+/// The corrections of every training view with their optimizer state: part of [`crate::TrainState`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoseState {
+    pub views: usize,
+    /// View after view, [`PER_VIEW`] values each.
+    pub params: Vec<f32>,
+    pub adam: AdamState,
+}
+
+impl PoseState {
+    /// Every view at its given pose.
+    pub fn new(views: usize) -> Self {
+        PoseState {
+            views,
+            params: vec![0.0; views * PER_VIEW],
+            adam: AdamState::zeros(views * PER_VIEW),
+        }
+    }
+
+    /// View `i`'s correction.
+    pub fn of_view(&self, i: usize) -> [f64; PER_VIEW] {
+        std::array::from_fn(|k| self.params[i * PER_VIEW + k] as f64)
+    }
+}
+
+/// The schedule [`LEARNING_RATE`] belongs to (gsplat's default run).
+pub const REFERENCE_STEPS: u64 = 30_000;
+
+/// The learning rate of step `it` (1-based) of `iterations` with `batch` views a step: gsplat's, times
+/// `REFERENCE_STEPS / iterations` on shorter runs, so that a run of any length can move the poses as
+/// far as gsplat's 30,000 steps do (the sum of the rates is the same; the presets scale the scene's
+/// schedules to their steps the same way).
+pub fn learning_rate(it: u64, iterations: u64, batch: usize) -> f64 {
+    let iterations = iterations.max(1);
+    let t = it.saturating_sub(1) as f64 / iterations as f64;
+    let stretch = (REFERENCE_STEPS as f64 / iterations as f64).max(1.0);
+    LEARNING_RATE * stretch * (batch.max(1) as f64).sqrt() * FINAL_FACTOR.powf(t)
+}
+
+/// `(A, dt)` of a correction.
+fn correction(e: &[f64; PER_VIEW]) -> (Mat3, [f64; 3]) {
+    let a = [e[3] + 1.0, e[4], e[5], e[6], e[7] + 1.0, e[8]];
+    (rotation_6d(&a), [e[0], e[1], e[2]])
+}
+
+/// The camera `base` corrected by `e`: `R' = A^T R`, `t' = A^T (t - dt)` (exactly `base` at `e = 0`).
+pub fn refine(base: &Camera, e: &[f64; PER_VIEW]) -> Camera {
+    let (a, dt) = correction(e);
+    let at = transpose(&a);
+    let u = std::array::from_fn(|k| base.translation[k] - dt[k]);
+    let mut cam = base.clone();
+    cam.rotation = matmul(&at, &base.rotation);
+    cam.translation = splat_core::math::mat3_vec(&at, u);
+    cam
+}
+
+/// The gradient with respect to `e` of a loss whose gradient with respect to the corrected camera's
+/// `R'` and `t'` is `g` (see the module documentation).
+pub fn embedding_grads(base: &Camera, e: &[f64; PER_VIEW], g: &PoseGrads) -> [f64; PER_VIEW] {
+    let (a, dt) = correction(e);
+    let r = &base.rotation;
+    let u: [f64; 3] = std::array::from_fn(|k| base.translation[k] - dt[k]);
+    // G_A = R G_R'^T + u G_t'^T.
+    let mut g_a = matmul(r, &transpose(&g.rotation));
+    for (k, row) in g_a.iter_mut().enumerate() {
+        for (c, v) in row.iter_mut().enumerate() {
+            *v += u[k] * g.translation[c];
+        }
+    }
+    let g_dt = splat_core::math::mat3_vec(&a, g.translation).map(|v| -v);
+    let six = [e[3] + 1.0, e[4], e[5], e[6], e[7] + 1.0, e[8]];
+    let g6 = rotation_6d_backward(&six, &g_a);
+    [
+        g_dt[0], g_dt[1], g_dt[2], g6[0], g6[1], g6[2], g6[3], g6[4], g6[5],
+    ]
+}
+
+/// The rotation whose rows are Gram-Schmidt of `a[0..3]`, `a[3..6]` and their cross product.
+fn rotation_6d(a: &[f64; 6]) -> Mat3 {
+    let (b1, b2, _, _) = gram_schmidt(a);
+    [b1, b2, cross(b1, b2)]
+}
+
+/// `b1`, `b2` and the norms of `a1` and of `c = a2 - (b1.a2) b1`.
+fn gram_schmidt(a: &[f64; 6]) -> ([f64; 3], [f64; 3], f64, f64) {
+    let a1 = [a[0], a[1], a[2]];
+    let a2 = [a[3], a[4], a[5]];
+    let n1 = dot3(a1, a1).sqrt();
+    let b1 = a1.map(|v| v / n1);
+    let d = dot3(b1, a2);
+    let c: [f64; 3] = std::array::from_fn(|k| a2[k] - d * b1[k]);
+    let n2 = dot3(c, c).sqrt();
+    (b1, c.map(|v| v / n2), n1, n2)
+}
+
+/// The gradient of [`rotation_6d`] with respect to `a` given the rows' gradient `g`.
+fn rotation_6d_backward(a: &[f64; 6], g: &Mat3) -> [f64; 6] {
+    let (b1, b2, n1, n2) = gram_schmidt(a);
+    let a2 = [a[3], a[4], a[5]];
+    // b3 = b1 x b2.
+    let mut g_b1 = add(g[0], cross(b2, g[2]));
+    let g_b2 = add(g[1], cross(g[2], b1));
+    // b2 = c / |c|.
+    let g_c = unnormalize(b2, n2, g_b2);
+    // c = a2 - (b1.a2) b1.
+    let d = dot3(b1, a2);
+    let bc = dot3(b1, g_c);
+    let g_a2: [f64; 3] = std::array::from_fn(|k| g_c[k] - bc * b1[k]);
+    for k in 0..3 {
+        g_b1[k] -= d * g_c[k] + bc * a2[k];
+    }
+    // b1 = a1 / |a1|.
+    let g_a1 = unnormalize(b1, n1, g_b1);
+    [g_a1[0], g_a1[1], g_a1[2], g_a2[0], g_a2[1], g_a2[2]]
+}
+
+fn add(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    std::array::from_fn(|k| a[k] + b[k])
+}
+
+/// The gradient of `v / |v|` (with `b = v / |v|`, `n = |v|`) with respect to `v`.
+fn unnormalize(b: [f64; 3], n: f64, g: [f64; 3]) -> [f64; 3] {
+    let p = dot3(b, g);
+    std::array::from_fn(|k| (g[k] - p * b[k]) / n)
+}
+
+/// How far a pose is from another: the angle between their rotations (degrees) and the distance
+/// between their centres (world units).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct PoseError {
+    pub rotation_deg: f64,
+    pub position: f64,
+}
+
+impl PoseError {
+    pub fn between(a: &Camera, b: &Camera) -> PoseError {
+        let rel = matmul(&a.rotation, &transpose(&b.rotation));
+        let trace = rel[0][0] + rel[1][1] + rel[2][2];
+        let cos = ((trace - 1.0) / 2.0).clamp(-1.0, 1.0);
+        let (ca, cb) = (a.center(), b.center());
+        let d: [f64; 3] = std::array::from_fn(|k| ca[k] - cb[k]);
+        PoseError {
+            rotation_deg: cos.acos().to_degrees(),
+            position: dot3(d, d).sqrt(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    fn camera() -> Camera {
+        Camera::look_at([0.5, -1.0, -3.0], [0.0; 3], [0.0, -1.0, 0.0], 60.0, 64, 48)
+    }
+
+    #[test]
+    fn zero_correction_is_the_given_pose_bit_for_bit() {
+        let c = camera();
+        let r = refine(&c, &[0.0; PER_VIEW]);
+        assert_eq!(r.rotation, c.rotation);
+        assert_eq!(r.translation, c.translation);
+    }
+
+    #[test]
+    fn corrected_rotation_is_orthonormal_and_moves_the_camera_in_its_own_frame() {
+        let c = camera();
+        let mut e = [0.0; PER_VIEW];
+        e[0] = 0.1;
+        e[4] = 0.05;
+        e[6] = -0.2;
+        let r = refine(&c, &e);
+        let rrt = matmul(&r.rotation, &transpose(&r.rotation));
+        for (i, row) in rrt.iter().enumerate() {
+            for (j, v) in row.iter().enumerate() {
+                assert!((v - (i == j) as u8 as f64).abs() < 1e-12);
+            }
+        }
+        // A translation alone moves the centre by dt along the camera's own axes.
+        let mut e = [0.0; PER_VIEW];
+        e[2] = 0.3;
+        let moved = refine(&c, &e);
+        let forward = c.rotation[2];
+        let (c0, c1) = (c.center(), moved.center());
+        for k in 0..3 {
+            assert!((c1[k] - c0[k] - 0.3 * forward[k]).abs() < 1e-12);
+        }
+    }
+
+    /// `embedding_grads` against central differences of `<G_R, R'(e)> + <G_t, t'(e)>` in f64, at
+    /// random corrections and gradients.
+    #[test]
+    fn embedding_gradient_matches_finite_differences() {
+        let c = camera();
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for _ in 0..20 {
+            let e: [f64; PER_VIEW] = std::array::from_fn(|_| rng.random_range(-0.3..0.3));
+            let g = PoseGrads {
+                rotation: std::array::from_fn(|_| {
+                    std::array::from_fn(|_| rng.random_range(-1.0..1.0))
+                }),
+                translation: std::array::from_fn(|_| rng.random_range(-1.0..1.0)),
+            };
+            let loss = |e: &[f64; PER_VIEW]| {
+                let r = refine(&c, e);
+                let mut s = 0.0;
+                for i in 0..3 {
+                    for j in 0..3 {
+                        s += g.rotation[i][j] * r.rotation[i][j];
+                    }
+                    s += g.translation[i] * r.translation[i];
+                }
+                s
+            };
+            let analytic = embedding_grads(&c, &e, &g);
+            let h = 1e-6;
+            for k in 0..PER_VIEW {
+                let (mut p, mut m) = (e, e);
+                p[k] += h;
+                m[k] -= h;
+                let fd = (loss(&p) - loss(&m)) / (2.0 * h);
+                let err = (analytic[k] - fd).abs();
+                assert!(
+                    err < 1e-7 * (1.0 + fd.abs()),
+                    "[{k}]: {} vs {fd}",
+                    analytic[k]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn pose_error_of_a_known_turn_and_shift() {
+        let c = camera();
+        let mut e = [0.0; PER_VIEW];
+        let angle = 2f64.to_radians();
+        // Second row (b2) turned by `angle` about the first axis.
+        e[7] = angle.cos() - 1.0;
+        e[8] = angle.sin();
+        e[1] = 0.25;
+        let err = PoseError::between(&refine(&c, &e), &c);
+        assert!((err.rotation_deg - 2.0).abs() < 1e-9, "{err:?}");
+        assert!((err.position - 0.25).abs() < 1e-12, "{err:?}");
+    }
+
+    #[test]
+    fn learning_rate_decays_to_a_hundredth() {
+        assert_eq!(learning_rate(1, 30_000, 1), LEARNING_RATE);
+        let last = learning_rate(30_001, 30_000, 4);
+        assert!((last - LEARNING_RATE * 2.0 * FINAL_FACTOR).abs() < 1e-18);
+        // A run of 5,000 steps at 6x the rate.
+        assert!((learning_rate(1, 5_000, 1) - 6.0 * LEARNING_RATE).abs() < 1e-18);
+    }
+}
