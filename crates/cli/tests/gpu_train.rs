@@ -352,6 +352,63 @@ fn gpu_bench_reports_the_counters() {
 /// the host, the rasterizer on the device) and ends within rounding drift of the CPU's.
 #[test]
 fn masks_and_appearance_run_per_stage_on_the_gpu() {
+    use splat_io::dataset::demo_variants::DemoVariant;
+    let note = "not resident (--appearance, masks run on the host)";
+    let Some(dir) = per_stage_like_cpu(DemoVariant::Mover, &["--appearance", "affine"], note)
+    else {
+        return;
+    };
+    let err =
+        String::from_utf8_lossy(&std::fs::read(dir.path().join("gpu.log")).unwrap()).to_string();
+    assert!(err.contains("masks from"), "{err}");
+}
+
+/// `--pose-opt` on the GPU (the pose gradient's terms from the project backward's kernel): per stage,
+/// the refined poses within rounding drift of the CPU run's.
+#[test]
+fn pose_opt_runs_per_stage_on_the_gpu() {
+    use splat_io::dataset::demo_variants::DemoVariant;
+    let note = "not resident (--pose-opt run on the host)";
+    let Some(dir) = per_stage_like_cpu(DemoVariant::PerturbedPoses, &["--pose-opt"], note) else {
+        return;
+    };
+    // Quaternion and translation of every image, in file order.
+    let read = |path: &str| -> Vec<f64> {
+        let text = std::fs::read_to_string(dir.path().join(path)).unwrap();
+        let lines = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty());
+        let values = |l: &str| -> Vec<f64> {
+            let w = l.split_whitespace().skip(1).take(7);
+            w.map(|v| v.parse().unwrap()).collect()
+        };
+        lines.flat_map(values).collect()
+    };
+    let (g, c) = (read("app-gpu/images.txt"), read("app-cpu/images.txt"));
+    let given = read("data/sparse/0/images.txt");
+    assert_eq!((g.len(), given.len()), (12 * 7, 12 * 7));
+    let moved = c
+        .iter()
+        .zip(&given)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    assert!(moved > 1e-5, "the CPU run's poses did not move");
+    let worst = g
+        .iter()
+        .zip(&c)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    assert!(worst < 1e-3, "gpu and cpu poses differ by {worst}");
+}
+
+/// Trains the demo `variant` for 60 steps with `extra` flags on the GPU and on the CPU (into
+/// `app-gpu`, `app-cpu`; the GPU run's stderr in `gpu.log`): the GPU run says `note`, and both end
+/// with the same Gaussian count and PSNR and cc-PSNR within 0.2 dB. None without a GPU.
+fn per_stage_like_cpu(
+    variant: splat_io::dataset::demo_variants::DemoVariant,
+    extra: &[&str],
+    note: &str,
+) -> Option<tempfile::TempDir> {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let opts = splat_io::dataset::demo::DemoOptions {
@@ -360,13 +417,13 @@ fn masks_and_appearance_run_per_stage_on_the_gpu() {
         views: 12,
         points: 400,
         seed: 3,
-        variant: splat_io::dataset::demo_variants::DemoVariant::Mover,
+        variant,
     };
     splat_io::dataset::demo::write_demo_dataset(&data, &opts).unwrap();
     let d = data.to_str().unwrap();
     let run = |backend: &str| {
         let out = format!("app-{backend}");
-        let args = [
+        let mut args = vec![
             "train",
             d,
             "--preset",
@@ -374,25 +431,21 @@ fn masks_and_appearance_run_per_stage_on_the_gpu() {
             "--iters",
             "60",
             "--eval",
-            "--appearance",
-            "affine",
             "--out",
             &out,
             "--backend",
             backend,
         ];
+        args.extend(extra);
         splat(&args, dir.path())
     };
     let out = run("gpu");
     if no_gpu(&out) {
-        return;
+        return None;
     }
     let err = ok(&out);
-    assert!(
-        err.contains("not resident (--appearance, masks run on the host)"),
-        "{err}"
-    );
-    assert!(err.contains("masks from"), "{err}");
+    std::fs::write(dir.path().join("gpu.log"), &err).unwrap();
+    assert!(err.contains(note), "{err}");
     ok(&run("cpu"));
     let metrics = |p: &str| -> serde_json::Value {
         serde_json::from_slice(&std::fs::read(dir.path().join(p).join("metrics.json")).unwrap())
@@ -404,4 +457,5 @@ fn masks_and_appearance_run_per_stage_on_the_gpu() {
         let (a, b) = (g[key].as_f64().unwrap(), c[key].as_f64().unwrap());
         assert!((a - b).abs() < 0.2, "{key}: gpu {a} vs cpu {b}");
     }
+    Some(dir)
 }

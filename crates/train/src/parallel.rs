@@ -66,5 +66,10 @@ pub fn state_checksum(state: &crate::state::TrainState) -> u64 {
         eat(&a.adam.m);
         eat(&a.adam.v);
     }
+    if let Some(p) = &state.poses {
+        eat(&p.params);
+        eat(&p.adam.m);
+        eat(&p.adam.v);
+    }
     h ^ state.step
 }

@@ -61,15 +61,18 @@ impl PoseState {
 
 /// The schedule [`LEARNING_RATE`] belongs to (gsplat's default run).
 pub const REFERENCE_STEPS: u64 = 30_000;
+/// The most the rate is stretched: 30,000 / 2,000, the fast preset's steps (shorter runs are tests and
+/// calibrations, where a larger rate would only throw the poses about).
+pub const MAX_STRETCH: f64 = 15.0;
 
 /// The learning rate of step `it` (1-based) of `iterations` with `batch` views a step: gsplat's, times
-/// `REFERENCE_STEPS / iterations` on shorter runs, so that a run of any length can move the poses as
-/// far as gsplat's 30,000 steps do (the sum of the rates is the same; the presets scale the scene's
-/// schedules to their steps the same way).
+/// `REFERENCE_STEPS / iterations` (at most [`MAX_STRETCH`]) on shorter runs, so that a preset's run
+/// can move the poses as far as gsplat's 30,000 steps do (the sum of the rates is the same; the
+/// presets scale the scene's schedules to their steps the same way).
 pub fn learning_rate(it: u64, iterations: u64, batch: usize) -> f64 {
     let iterations = iterations.max(1);
     let t = it.saturating_sub(1) as f64 / iterations as f64;
-    let stretch = (REFERENCE_STEPS as f64 / iterations as f64).max(1.0);
+    let stretch = (REFERENCE_STEPS as f64 / iterations as f64).clamp(1.0, MAX_STRETCH);
     LEARNING_RATE * stretch * (batch.max(1) as f64).sqrt() * FINAL_FACTOR.powf(t)
 }
 
@@ -288,5 +291,6 @@ mod tests {
         assert!((last - LEARNING_RATE * 2.0 * FINAL_FACTOR).abs() < 1e-18);
         // A run of 5,000 steps at 6x the rate.
         assert!((learning_rate(1, 5_000, 1) - 6.0 * LEARNING_RATE).abs() < 1e-18);
+        assert_eq!(learning_rate(1, 100, 1), MAX_STRETCH * LEARNING_RATE);
     }
 }

@@ -229,3 +229,15 @@ fn appearance_models_see_every_rank_s_views() {
     assert_eq!(pair[0].0, single[0].0, "2 ranks differ from 1 process");
     assert_ne!(train(&ds, 2, 1)[0].0, single[0].0);
 }
+
+#[test]
+fn pose_corrections_see_every_rank_s_views() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dataset(dir.path());
+    let poses = |c: &mut TrainConfig| c.pose_opt = true;
+    let single = train_with(&ds, 2, 1, poses);
+    let pair = train_with(&ds, 2, 2, poses);
+    assert_eq!(pair[0].0, pair[1].0, "replicas drifted");
+    assert_eq!(pair[0].0, single[0].0, "2 ranks differ from 1 process");
+    assert_ne!(train(&ds, 2, 1)[0].0, single[0].0);
+}
