@@ -3,8 +3,9 @@
 # scripts/device-pack.sh first (here), carry `.dev` (and `.gl`, the Vulkan loader packages, where the
 # machine lacks libvulkan), then run this there. Each step gets what is left of a deadline
 # (DEADLINE_S, default 470 s), so the whole script ends in time and the logs always come back; the most
-# wanted numbers come first (issue 36: the presets on fern and lego; issue 21: fern images_8 and lego
-# before and after, atomic sums, fern 7,000 steps, images_4, then 10 million Gaussians).
+# wanted numbers come first (the GPU tests, issue 38: fisheye and --pose-opt on the demo; issue 36: the
+# presets on fern and lego; issue 21: fern images_8 and lego before and after, atomic sums, fern 7,000
+# steps, images_4, then 10 million Gaussians).
 # Everything goes to $OUT/log.txt plus one small results.tgz (metrics, JSON benches).
 set -uo pipefail
 OUT=${OUT:-device-results}; mkdir -p "$OUT" /tmp/res
@@ -44,6 +45,27 @@ for run in a b; do
 done
 cmp /tmp/bits-a/point_cloud.ply /tmp/bits-b/point_cloud.ply && echo "same-bits: point_cloud.ply identical"
 [ -n "${ONLY_TESTS:-}" ] && { tar -czf "$OUT/results.tgz" -C /tmp res; exit 0; }
+# Issue 38: the fisheye capture and pose refinement on the GPU (both run per stage: the fisheye
+# validity masks and the pose corrections live on the host), beside the same runs on this CPU.
+if "$B/splat" demo --help 2>/dev/null | grep -q perturbed-poses; then
+  for be in gpu cpu; do
+    step "fisheye-$be" 60 "$B/splat" demo --variant fisheye --backend $be -o "/tmp/fish-$be"
+    step "poses-$be" 60 "$B/splat" demo --variant perturbed-poses --backend $be -o "/tmp/pp-$be"
+    step "poseopt-$be" 60 "$B/splat" demo --variant perturbed-poses --pose-opt --backend $be -o "/tmp/po-$be"
+    command -v python3 >/dev/null && TAIL=2 step "poseopt-$be-errors" 10 python3 "$REPO/scripts/pose-errors.py" \
+      "/tmp/po-$be/images.txt" "/tmp/po-$be/dataset/true_poses.txt" --skip-equal
+    for d in fish pp po; do cp "/tmp/$d-$be/metrics.json" "$R/$d-$be-metrics.json" 2>/dev/null; done
+  done
+fi
+# Issue 38: a real capture whose poses are already good, with and without --pose-opt (fern images_8,
+# balanced, on this machine's CPU cores).
+if "$B/splat" train --help 2>/dev/null | grep -q -- --pose-opt; then
+  for po in "" --pose-opt; do
+    step "fern-poses${po}" 90 "$B/splat" train "$D/fern" --images images_8 --eval --checkpoint-every 0 \
+      --backend cpu $po -o "/tmp/fern-poses${po}"
+    cp "/tmp/fern-poses${po}/metrics.json" "$R/fern-poses${po}-metrics.json" 2>/dev/null
+  done
+fi
 # Issue 36: the presets against the original at 7,000 steps, resident on the GPU (fern images_8, and
 # lego at full size: all 100 training views with PACK=lego100, the 20 packed ones with PACK=main);
 # metrics.json carries psnr_over_time for the table (scripts/presets-table.py on the copied folders).

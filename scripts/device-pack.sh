@@ -6,7 +6,7 @@
 #   PACK=lego100: splat only, fern images_8 and all 100 lego training views (the issue's lego run; does
 #     not fit beside fern images_4 and the tests).
 # Both also pack `splat-old`, the binary of OLD_REV (default e23bce2, before issue 21's first change),
-# so one device run gives the before and after of the same commands.
+# so one device run gives the before and after of the same commands (OLD_REV=none: no old binary).
 # Usage: [PACK=..] [OLD_REV=..] scripts/device-pack.sh [DATA_DIR]   (DATA_DIR default ../shared/data)
 set -euo pipefail
 DATA=${1:-../shared/data}
@@ -15,12 +15,15 @@ OLD_REV=${OLD_REV:-e23bce2}
 cargo build --release --bins --examples
 rm -rf .dev && mkdir -p .dev/stage/bin .dev/data/fern .dev/data/lego/train
 cp target/release/splat .dev/stage/bin/
-# The old binary, built in a worktree with its own target folder (kept for the next pack).
+# The old binary, built in a worktree with its own target folder (kept for the next pack); OLD_REV=none
+# packs none (the bench then runs the new binary alone).
 OLD_TREE=${OLD_TREE:-../splat-old-tree}
-if [ ! -d "$OLD_TREE" ]; then git worktree add --detach "$OLD_TREE" "$OLD_REV"; fi
-git -C "$OLD_TREE" checkout --quiet --detach "$OLD_REV"
-(cd "$OLD_TREE" && cargo build --release --bin splat)
-cp "$OLD_TREE/target/release/splat" .dev/stage/bin/splat-old
+if [ "$OLD_REV" != none ]; then
+  if [ ! -d "$OLD_TREE" ]; then git worktree add --detach "$OLD_TREE" "$OLD_REV"; fi
+  git -C "$OLD_TREE" checkout --quiet --detach "$OLD_REV"
+  (cd "$OLD_TREE" && cargo build --release --bin splat)
+  cp "$OLD_TREE/target/release/splat" .dev/stage/bin/splat-old
+fi
 if [ "$PACK" = main ]; then
   cp target/release/examples/raster_backward_sums .dev/stage/bin/
   { cargo test --release -p splat-gpu --no-run --message-format=json

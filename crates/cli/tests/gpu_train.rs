@@ -235,7 +235,8 @@ fn presets_run_resident_on_the_gpu() {
     assert_eq!(g["num_gaussians"], c["num_gaussians"], "{g} {c}");
     let (pg, pc) = (g["psnr"].as_f64().unwrap(), c["psnr"].as_f64().unwrap());
     assert!((pg - pc).abs() < 0.2, "gpu {pg} vs cpu {pc}");
-    // A time budget calibrates the way the run trains: in resident blocks (1 s is too short here).
+    // A time budget calibrates the way the run trains: in resident blocks. (1 s is too short on a
+    // software device, where the run stops with an error; an H200 plans and runs all 60 steps.)
     let mut budget = args("gpu");
     budget.extend(["--time-budget".into(), "1s".into()]);
     let out = splat(
@@ -243,7 +244,6 @@ fn presets_run_resident_on_the_gpu() {
         dir.path(),
     );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
     assert!(err.contains("Gaussians, resident); planned"), "{err}");
 }
 

@@ -62,11 +62,40 @@ struct AdamStep {
 var<private> pg: array<f32, 59>;
 // With the camera block's counts.w bit 1 (per-stage path only): the Gaussian's share of the camera
 // pose's gradient, G_R row by row (9) then G_t (3), stored after the parameter gradients
-// (`splat_render::project_bwd`'s `add_pose_terms`; the host sums them).
+// (`splat_render::project_bwd`'s `add_pose_terms`; the host sums them). `parameter_gradients` leaves
+// its inputs in the `pose_*` values and `pose_terms` forms them after it, so that the chain itself is
+// the same code in every entry point (the fused Adam's result equals the unfused bit for bit only so):
+// the view direction's share of the mean's gradient is taken as the final gradient minus `R^T G_p`.
 var<private> pc: array<f32, 12>;
+var<private> pose_gp: vec3<f32>;
+var<private> pose_gm: vec3<f32>;
+var<private> pose_j: mat2x3<f32>;
+var<private> pose_gt: mat2x3<f32>;
+var<private> pose_mean: vec3<f32>;
 
 fn pose_grads() -> bool {
     return (cam.counts.w & 2u) != 0u;
+}
+
+// Gaussian i's pose terms into `pc`, after `parameter_gradients(i)`.
+fn pose_terms(i: u32) {
+    for (var k = 0u; k < 12u; k++) {
+        pc[k] = 0.0;
+    }
+    if radii[i] == 0u {
+        return;
+    }
+    let g_dir = vec3<f32>(pg[0], pg[1], pg[2]) - pose_gm;
+    let tc = vec3<f32>(cam.r0.w, cam.r1.w, cam.r2.w);
+    let rc = mat3x3<f32>(cam.r0.xyz, cam.r1.xyz, cam.r2.xyz);
+    // G_R += G_p m^T + J^T G_T + t G_d^T; G_t += G_p + R G_d.
+    for (var r = 0u; r < 3u; r++) {
+        for (var c = 0u; c < 3u; c++) {
+            let jt = pose_j[0][r] * pose_gt[0][c] + pose_j[1][r] * pose_gt[1][c];
+            pc[3u * r + c] = (pose_gp[r] * pose_mean[c] + jt) + tc[r] * g_dir[c];
+        }
+        pc[9u + r] = pose_gp[r] + dot3(rc[r], g_dir);
+    }
 }
 
 // Rows of a 3 x 3 matrix product a b.
@@ -89,9 +118,6 @@ fn parameter_gradients(i: u32) {
     let rest = cam.counts.z;
     for (var k = 0u; k < 14u + rest; k++) {
         pg[k] = 0.0;
-    }
-    for (var k = 0u; k < 12u; k++) {
-        pc[k] = 0.0;
     }
     if radii[i] == 0u {
         return;
@@ -234,6 +260,12 @@ fn parameter_gradients(i: u32) {
     }
     // R_cam^T gp.
     var g_mean = vec3<f32>(dot3(rct[0], gp), dot3(rct[1], gp), dot3(rct[2], gp));
+    // What `pose_terms` reads (dead, so compiled away, in `check` and `apply`).
+    pose_gp = gp;
+    pose_gm = g_mean;
+    pose_j = mat2x3<f32>(j0, j1);
+    pose_gt = mat2x3<f32>(g_t0, g_t1);
+    pose_mean = mean;
 
     // Opacity logit.
     let g_logit = g_opacity * rho * o * (1.0 - o);
@@ -264,7 +296,6 @@ fn parameter_gradients(i: u32) {
             gb[k] += sh_rest[i * rest + at] * gc[ch];
         }
     }
-    var g_dir = vec3<f32>(0.0);
     if coeffs > 1u {
         var gd = vec3<f32>(0.0);
         gd.x -= SH_C1 * gb[3];
@@ -287,18 +318,7 @@ fn parameter_gradients(i: u32) {
             gd += gb[15] * SH_C3[6] * vec3<f32>(3.0 * xx - 3.0 * yy, -6.0 * d.x * d.y, 0.0);
         }
         let dd = dot3(d, gd);
-        g_dir = (gd - d * dd) / norm;
-        g_mean += g_dir;
-    }
-    if pose_grads() {
-        // G_R += G_p m^T + J^T G_T + t G_d^T; G_t += G_p + R G_d.
-        let tc = vec3<f32>(cam.r0.w, cam.r1.w, cam.r2.w);
-        for (var r = 0u; r < 3u; r++) {
-            for (var c = 0u; c < 3u; c++) {
-                pc[3u * r + c] = (gp[r] * mean[c] + (j0[r] * g_t0[c] + j1[r] * g_t1[c])) + tc[r] * g_dir[c];
-            }
-            pc[9u + r] = gp[r] + dot3(rc[r], g_dir);
-        }
+        g_mean += (gd - d * dd) / norm;
     }
     pg[0u] = g_mean.x;
     pg[1u] = g_mean.y;
@@ -324,6 +344,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     var stride = params;
     if pose_grads() {
         stride += 12u;
+        pose_terms(i);
         for (var k = 0u; k < 12u; k++) {
             out[i * stride + params + k] = pc[k];
         }
