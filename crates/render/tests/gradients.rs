@@ -487,7 +487,16 @@ fn smooth_camera_pose() {
         settings.cutoffs = Cutoffs::SMOOTH;
         settings.pose_grads = true;
         let base = forward(&g, cam, &settings);
-        let analytic = pose_backward(&g, cam, &settings, &base, &weights).to_array();
+        let (pg, mut grads) = backward(&g, cam, &settings, &base, &weights);
+        let analytic = splat_render::project_bwd::project_backward(
+            &g,
+            cam,
+            &settings,
+            &base.projected,
+            &pg,
+            &mut grads,
+        )
+        .to_array();
         let mut fd = [0.0; 12];
         for (k, v) in fd.iter_mut().enumerate() {
             let moved = |d: f64| {
@@ -510,26 +519,4 @@ fn smooth_camera_pose() {
         let worst = compare(&format!("{tag} pose"), &analytic, &fd);
         eprintln!("{tag} pose: worst relative error {worst:.2e}");
     }
-}
-
-fn pose_backward(
-    g: &Gaussians<f64>,
-    cam: &Camera,
-    settings: &RenderSettings,
-    pass: &common::Pass<f64>,
-    weights: &[f64],
-) -> splat_render::PoseGrads {
-    let grid = TileGrid::new(cam.width, cam.height);
-    let mut pg = ProjectedGrads::default();
-    rasterize_bwd::rasterize_backward(
-        &pass.projected,
-        &pass.bins,
-        &grid,
-        settings,
-        &pass.raster,
-        weights,
-        &mut pg,
-    );
-    let mut grads = Gaussians::default();
-    splat_render::project_bwd::project_backward(g, cam, settings, &pass.projected, &pg, &mut grads)
 }
