@@ -111,6 +111,25 @@ impl Camera {
         )
     }
 
+    /// The camera-space unit direction of the ray through continuous pixel coordinates `uv` (the
+    /// inverse of [`Camera::project_camera_space`] up to distance).
+    pub fn pixel_direction(&self, uv: [f64; 2]) -> Vec3<f64> {
+        let (a, b) = ((uv[0] - self.cx) / self.fx, (uv[1] - self.cy) / self.fy);
+        match self.projection {
+            Projection::Pinhole => normalize([a, b, 1.0]),
+            Projection::Equidistant => {
+                let theta = a.hypot(b);
+                // sin(theta) / theta, 1 on the axis.
+                let k = if theta > 0.0 {
+                    theta.sin() / theta
+                } else {
+                    1.0
+                };
+                [k * a, k * b, theta.cos()]
+            }
+        }
+    }
+
     /// The camera-space coordinates of a world point, `R x + t`.
     pub fn to_camera_space(&self, world: Vec3<f64>) -> Vec3<f64> {
         let p = mat3_vec(&self.rotation, world);
@@ -163,6 +182,26 @@ fn normalize(v: Vec3<f64>) -> Vec3<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pixel_direction_inverts_the_projection() {
+        let pin = Camera::look_at([0.3, -1.0, -2.0], [0.0; 3], [0.0, -1.0, 0.0], 70.0, 64, 48);
+        let fish = Camera {
+            projection: Projection::Equidistant,
+            fx: 18.0,
+            fy: 18.0,
+            ..pin.clone()
+        };
+        for cam in [pin, fish] {
+            for uv in [[32.0, 24.0], [1.5, 2.0], [63.0, 40.5], [10.0, 47.0]] {
+                let d = cam.pixel_direction(uv);
+                assert!((dot3(d, d) - 1.0).abs() < 1e-12);
+                let (back, depth) = cam.project_camera_space(d.map(|v| 2.5 * v)).unwrap();
+                assert!((back[0] - uv[0]).abs() < 1e-9 && (back[1] - uv[1]).abs() < 1e-9);
+                assert!(depth > 0.0);
+            }
+        }
+    }
 
     #[test]
     fn look_at_puts_target_on_the_optical_axis_and_up_upwards() {

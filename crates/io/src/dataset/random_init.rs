@@ -37,7 +37,7 @@
 
 use rand::{Rng, SeedableRng};
 use splat_core::math::{dot3, mat3_t_vec};
-use splat_core::Camera;
+use splat_core::{Camera, Projection};
 
 use super::{Dataset, Points, View};
 
@@ -143,7 +143,12 @@ pub fn focus_of(cameras: &[&Camera]) -> Option<Focus> {
         .iter()
         .map(|c| {
             let (tx, ty) = c.tan_half_fov();
-            norm(sub(center, c.center())) * tx.min(ty).atan().sin()
+            // The narrower half angle (the fisheye's are angles already, past 90 degrees capped).
+            let half = match c.projection {
+                Projection::Pinhole => tx.min(ty).atan(),
+                Projection::Equidistant => tx.min(ty).min(std::f64::consts::FRAC_PI_2),
+            };
+            norm(sub(center, c.center())) * half.sin()
         })
         .collect();
     radii.sort_by(f64::total_cmp);
@@ -237,11 +242,17 @@ pub fn random_points_in_views(
         } else {
             near
         };
-        let cam_pt = [
-            (x as f64 + 0.5 - c.cx) / c.fx * depth,
-            (y as f64 + 0.5 - c.cy) / c.fy * depth,
-            depth,
-        ];
+        // At `depth` along the optical axis (pinhole) or along the pixel's ray (fisheye).
+        let cam_pt = match c.projection {
+            Projection::Pinhole => [
+                (x as f64 + 0.5 - c.cx) / c.fx * depth,
+                (y as f64 + 0.5 - c.cy) / c.fy * depth,
+                depth,
+            ],
+            Projection::Equidistant => c
+                .pixel_direction([x as f64 + 0.5, y as f64 + 0.5])
+                .map(|v| v * depth),
+        };
         // world = R^T (p - t)
         let world = mat3_t_vec(&c.rotation, sub(cam_pt, c.translation));
         if !keep(&world) {
@@ -462,6 +473,50 @@ mod tests {
         // Coloured by the pixels of all views.
         let colours: std::collections::BTreeSet<u8> = pts.colors.iter().map(|c| c[0]).collect();
         assert_eq!(colours.len(), 10);
+    }
+
+    /// A fisheye seeing 170 degrees across: points go out along each pixel's ray (past 90 degrees
+    /// too) at the distance asked, and its focus radius comes from its half angle.
+    #[test]
+    fn fisheye_points_lie_on_their_pixels_rays() {
+        let mut cam = Camera::look_at([0.0; 3], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0], 60.0, 64, 48);
+        cam.projection = Projection::Equidistant;
+        cam.fx = 32.0 / 85f64.to_radians();
+        cam.fy = cam.fx;
+        let ds = dataset_of(vec![cam.clone()]);
+        let pts = random_points_in_views(&ds, 500, |_| (1.0, 2.0), |_| true, 3);
+        assert_eq!(pts.positions.len(), 500);
+        let mut behind = 0;
+        for p in &pts.positions {
+            let q = cam.to_camera_space(*p);
+            let (uv, dist) = cam.project_camera_space(q).unwrap();
+            assert!((1.0 - 1e-9..=2.0 + 1e-9).contains(&dist), "{dist}");
+            assert!(
+                (0.0..=64.0).contains(&uv[0]) && (0.0..=48.0).contains(&uv[1]),
+                "{uv:?}"
+            );
+            behind += (q[2] < 0.0) as usize;
+        }
+        assert!(behind > 0, "no point past 90 degrees");
+        let ring = ring(12, 4.0, 1.0, [0.0, 0.0, 0.5]);
+        let fish: Vec<Camera> = ring
+            .iter()
+            .map(|c| Camera {
+                projection: Projection::Equidistant,
+                fx: 32.0 / 85f64.to_radians(),
+                fy: 32.0 / 85f64.to_radians(),
+                ..c.clone()
+            })
+            .collect();
+        let f = focus_of(&fish.iter().collect::<Vec<_>>()).unwrap();
+        // The narrower half angle is 48 / 64 of 85 degrees; sin of it times the distance to the focus.
+        let d = norm(sub(f.center, fish[0].center()));
+        let want = d * (24.0 / 32.0 * 85f64.to_radians()).sin();
+        assert!(
+            (f.radius - want).abs() < 1e-6 * want,
+            "{} vs {want}",
+            f.radius
+        );
     }
 
     #[test]
