@@ -107,6 +107,9 @@ function setView(index) {
     $("views").value = String(index);
     $("gt").src = "/gt/" + index;
     $("gtbox").style.display = "block";
+    $("lensnote").textContent = state.hello.views[index].fisheye
+      ? "fisheye photo: the render beside it is a pinhole view of the same pose and focal length"
+      : "";
   }
   layout();
   changed(false);

@@ -35,6 +35,10 @@ struct HelloView<'a> {
     name: &'a str,
     #[serde(flatten)]
     camera: WireCamera,
+    /// An equidistant fisheye: the page draws a pinhole of the same pose and focal length and says so
+    /// (the server's reference render draws the fisheye).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    fisheye: bool,
 }
 
 /// The frame header sent before the image bytes in one binary message: `u32` header length (LE),
@@ -135,6 +139,7 @@ fn hello_text(app: &AppState) -> String {
             .map(|v| HelloView {
                 name: &v.name,
                 camera: WireCamera::from(&v.camera),
+                fisheye: v.camera.projection == splat_core::Projection::Equidistant,
             })
             .collect(),
         status: snap.status,
@@ -309,5 +314,29 @@ struct ClientGuard(std::sync::Arc<std::sync::atomic::AtomicUsize>);
 impl Drop for ClientGuard {
     fn drop(&mut self) {
         self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The page learns which dataset cameras are fisheyes (to say it draws them as pinholes); a
+    /// pinhole's entry is unchanged.
+    #[test]
+    fn hello_marks_fisheye_views() {
+        let mut cam = Camera::look_at([0.0, 0.0, -3.0], [0.0; 3], [0.0, -1.0, 0.0], 60.0, 64, 48);
+        let view = |cam: &Camera| {
+            serde_json::to_value(HelloView {
+                name: "v",
+                camera: WireCamera::from(cam),
+                fisheye: cam.projection == splat_core::Projection::Equidistant,
+            })
+            .unwrap()
+        };
+        let pinhole = view(&cam);
+        assert!(pinhole.get("fisheye").is_none(), "{pinhole}");
+        cam.projection = splat_core::Projection::Equidistant;
+        assert_eq!(view(&cam)["fisheye"], true);
     }
 }
