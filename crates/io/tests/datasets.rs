@@ -915,3 +915,54 @@ fn generated_fisheye_capture_loads_as_the_equidistant_camera() {
     let wrong_mean = mean_abs_difference(&v.image.data, &wrong);
     assert!(wrong_mean > 2.0 * mean, "{wrong_mean} vs {mean}");
 }
+
+/// `--poses FILE`: the perturbed-poses demo read with its true poses gets them (matched by name, the
+/// load says how many), and a file that names none of the images, or is missing, is an error naming it.
+#[test]
+fn poses_from_another_images_txt() {
+    use splat_io::dataset::demo::write_demo_dataset;
+    use splat_io::dataset::demo_variants::{DemoVariant, TRUE_POSES_FILE};
+    let dir = tempfile::tempdir().unwrap();
+    let opts = DemoOptions {
+        width: 32,
+        height: 24,
+        views: 10,
+        points: 100,
+        variant: DemoVariant::PerturbedPoses,
+        ..Default::default()
+    };
+    write_demo_dataset(dir.path(), &opts).unwrap();
+    let given = dataset::load(dir.path(), &LoadOptions::default()).unwrap();
+    let truth_file = dir.path().join(TRUE_POSES_FILE);
+    let with = |poses: &Path| LoadOptions {
+        poses: Some(poses.to_path_buf()),
+        ..Default::default()
+    };
+    let truth = dataset::load(dir.path(), &with(&truth_file)).unwrap();
+    assert!(truth
+        .notes
+        .iter()
+        .any(|n| n.contains("poses of 10 of 10 images")));
+    let cams = demo_cameras(&opts);
+    for (i, (v, g)) in truth.train.iter().zip(&given.train).enumerate() {
+        let c = v.camera.center();
+        let want = cams[i].center();
+        assert!((0..3).all(|k| (c[k] - want[k]).abs() < 1e-9), "{}", v.name);
+        // Every view but the held-out ones (0 and 8) was perturbed in the model.
+        let moved = (0..3).any(|k| (g.camera.center()[k] - want[k]).abs() > 1e-6);
+        assert_eq!(moved, i % 8 != 0, "{}", v.name);
+    }
+    let other = dir.path().join("other.txt");
+    std::fs::write(&other, "1 1 0 0 0 0 0 0 1 nothing.png\n\n").unwrap();
+    let e = dataset::load(dir.path(), &with(&other))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("other.txt") && e.contains("none of its 1 images"),
+        "{e}"
+    );
+    let e = dataset::load(dir.path(), &with(&dir.path().join("missing.txt")))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("missing.txt"), "{e}");
+}
