@@ -73,6 +73,12 @@ pub struct TrainArgs {
     /// Runs on the host with a GPU (per stage, not resident).
     #[arg(long)]
     pub pose_opt: bool,
+    /// After training, score the test views a second time from poses refined for this many steps each
+    /// with the scene frozen (reported beside the metrics at the given poses: `test_time_poses` in
+    /// metrics.json). For scenes trained with --pose-opt, whose frame can drift a little from the given
+    /// test poses'. Needs --eval.
+    #[arg(long, value_name = "STEPS", requires = "eval")]
+    pub test_pose_steps: Option<u64>,
     /// Train for at most this long, e.g. `90s`, `5m`, `1h` (training only: loading and the final
     /// evaluation are not counted): a short calibration measures this machine's step on the data,
     /// the preset's schedule is planned to the most steps (up to its own or --iters) predicted to
@@ -258,6 +264,9 @@ fn train_config(args: &TrainArgs, iters: Option<u64>) -> Result<(TrainConfig, Op
         train.appearance = a.kind();
     }
     train.pose_opt |= args.pose_opt;
+    if let Some(n) = args.test_pose_steps {
+        train.test_pose_steps = n;
+    }
     Ok((train, fit))
 }
 
@@ -377,6 +386,16 @@ fn print_result(metrics: Option<&Metrics>, dir: &Path, cfg: &RunConfig, suggest_
         m.train_seconds,
         m.its_per_second
     );
+    if let Some(t) = &m.test_time_poses {
+        let most = t.rotation_deg.iter().fold(0.0f64, |a, &b| a.max(b));
+        println!(
+            "test views at poses refined for {} steps with the scene frozen: PSNR {:.2} dB, SSIM {:.4}, cc-PSNR {} (turned up to {most:.2} degrees)",
+            t.steps,
+            t.psnr,
+            t.ssim,
+            t.cc_psnr.map_or("-".into(), |c| format!("{c:.2} dB")),
+        );
+    }
     if let Some(b) = &m.time_budget {
         println!(
             "time budget {:.0} s: ran {} of the {} planned steps ({:.0}%) in {:.1} s of training after a {:.1} s calibration",

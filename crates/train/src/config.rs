@@ -143,6 +143,9 @@ pub struct TrainConfig {
     pub appearance: crate::appearance::AppearanceKind,
     /// Refine every training view's pose with the scene ([`crate::pose`]).
     pub pose_opt: bool,
+    /// After training, also score the test views from poses refined with the scene frozen for this
+    /// many steps each ([`crate::eval_pose`]); 0: not.
+    pub test_pose_steps: u64,
 }
 
 impl Default for TrainConfig {
@@ -181,6 +184,7 @@ impl Default for TrainConfig {
             visible_adam: false,
             appearance: Default::default(),
             pose_opt: false,
+            test_pose_steps: 0,
         }
     }
 }

@@ -36,5 +36,6 @@ pub use state::TrainState;
 pub use trainer::{Diverged, StageTimes, StepStats, TrainData, Trainer};
 pub mod checkpoint;
 pub mod eval;
+pub mod eval_pose;
 pub mod fidelity;
 pub mod run;

@@ -30,6 +30,22 @@ pub struct Metrics {
     /// The plan of a `--time-budget` run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_budget: Option<TimeBudget>,
+    /// The test views scored again from poses refined with the scene frozen (`--test-pose-steps`),
+    /// reported beside the metrics at the given poses above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_time_poses: Option<TestTimePoses>,
+}
+
+/// Metrics of the test views at test-time refined poses ([`crate::eval_pose`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TestTimePoses {
+    pub steps: u64,
+    pub psnr: f64,
+    pub ssim: f64,
+    pub cc_psnr: Option<f64>,
+    /// Each view's pose change: the angle (degrees) and the centre's move (world units).
+    pub rotation_deg: Vec<f64>,
+    pub position: Vec<f64>,
 }
 
 /// How a `--time-budget` run was planned ([`crate::budget`]); the steps it ran are

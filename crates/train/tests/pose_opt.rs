@@ -154,3 +154,64 @@ fn pose_opt_moves_perturbed_poses_toward_the_truth() {
     eprintln!("median rotation error {before:.3} -> {after:.3} degrees");
     assert!(after < 0.75 * before, "{before} -> {after}");
 }
+
+/// Test-time refinement: a scene trained on the demo's true poses, a test view knocked 1-2 degrees
+/// off; refining its pose with the scene frozen brings it most of the way back and raises its PSNR.
+#[test]
+fn test_time_refinement_finds_a_knocked_test_pose() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let (ds, load) = perturbed(&data, 64, 48, 16);
+    let mut truth_load = load;
+    truth_load.poses = Some(data.join(TRUE_POSES_FILE));
+    let truth = dataset::load(&data, &truth_load).unwrap();
+    let cfg = TrainConfig {
+        iterations: 1500,
+        seed: 1,
+        densify_from: 200,
+        densify_until: 1000,
+        opacity_reset_interval: 600,
+        ..TrainConfig::default()
+    };
+    let mut t = Trainer::new(cfg, TrainData::of(&truth), &truth.points, cpu());
+    while !t.done() {
+        t.step().unwrap();
+    }
+    let g = t.state.export_gaussians();
+    // The test views knocked off as the training views of `ds` were (view 1's perturbation).
+    let knock = |v: &splat_io::dataset::View| {
+        let mut v = v.clone();
+        let (from, to) = (&truth.train[0].camera, &ds.train[0].camera);
+        // The same relative turn and shift as training view 0 got.
+        let turn = splat_core::math::matmul(&to.rotation, &transpose3(&from.rotation));
+        v.camera.rotation = splat_core::math::matmul(&turn, &v.camera.rotation);
+        let c = v.camera.center();
+        let shift: [f64; 3] = std::array::from_fn(|k| to.center()[k] - from.center()[k]);
+        let moved: [f64; 3] = std::array::from_fn(|k| c[k] + shift[k]);
+        let rc = splat_core::math::mat3_vec(&v.camera.rotation, moved);
+        v.camera.translation = rc.map(|x| -x);
+        v
+    };
+    let knocked: Vec<_> = truth.test.iter().map(knock).collect();
+    let mut backend = splat_render::CpuBackend::new();
+    let bg = truth.background;
+    let score = |cams: Option<&[splat_core::Camera]>, b: &mut splat_render::CpuBackend| {
+        let m = splat_train::eval::evaluate(b, &g, &knocked, cams, bg, 3, |_, _| {});
+        splat_train::eval::means(&m).0
+    };
+    let before_psnr = score(None, &mut backend);
+    let cams = splat_train::eval_pose::refine_test_poses(&mut backend, &g, &knocked, bg, 3, 100);
+    let after_psnr = score(Some(&cams), &mut backend);
+    for ((k, c), v) in knocked.iter().zip(&cams).zip(&truth.test) {
+        let before = PoseError::between(&k.camera, &v.camera).rotation_deg;
+        let after = PoseError::between(c, &v.camera).rotation_deg;
+        eprintln!("{}: {before:.3} -> {after:.3} degrees", v.name);
+        assert!(after < 0.5 * before, "{}: {before} -> {after}", v.name);
+    }
+    eprintln!("PSNR {before_psnr:.2} -> {after_psnr:.2} dB");
+    assert!(after_psnr > before_psnr + 1.0);
+}
+
+fn transpose3(m: &[[f64; 3]; 3]) -> [[f64; 3]; 3] {
+    std::array::from_fn(|r| std::array::from_fn(|c| m[c][r]))
+}

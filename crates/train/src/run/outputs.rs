@@ -45,6 +45,7 @@ impl Running<'_> {
         }
         let mut backend = make_backend();
         let (view_metrics, report_views, split) = self.evaluate(backend.as_mut(), &gaussians)?;
+        let test_time_poses = self.test_time_poses(backend.as_mut(), &gaussians, split);
         let (dir, worker) = (self.dir, self.worker);
         worker
             .finish()
@@ -77,12 +78,43 @@ impl Running<'_> {
             views: view_metrics,
             psnr_over_time,
             time_budget: self.budget.clone(),
+            test_time_poses,
         };
         write_json(&dir.join("metrics.json"), &metrics)?;
         let report = dir.join(REPORT_FILE);
         let html = crate::report::report_html(&metrics, &record.history.points, &report_views);
         write_atomic(&report, html.as_bytes()).map_err(io_err(&report))?;
         Ok(metrics)
+    }
+
+    /// With `--test-pose-steps` and a test split: the test views scored again from poses refined with
+    /// the scene frozen ([`crate::eval_pose`]).
+    fn test_time_poses(
+        &self,
+        backend: &mut dyn Backend,
+        gaussians: &Gaussians<f32>,
+        split: &str,
+    ) -> Option<crate::metrics::TestTimePoses> {
+        let steps = self.trainer.cfg.test_pose_steps;
+        if steps == 0 || split != "test" {
+            return None;
+        }
+        let (test, bg) = (&self.ds.test, self.ds.background);
+        let degree = self.trainer.state.active_sh_degree;
+        let cams = crate::eval_pose::refine_test_poses(backend, gaussians, test, bg, degree, steps);
+        let m = evaluate(backend, gaussians, test, Some(&cams), bg, degree, |_, _| {});
+        let moved: Vec<crate::pose::PoseError> = (test.iter().zip(&cams))
+            .map(|(v, c)| crate::pose::PoseError::between(c, &v.camera))
+            .collect();
+        let (psnr, ssim) = means(&m);
+        Some(crate::metrics::TestTimePoses {
+            steps,
+            psnr,
+            ssim,
+            cc_psnr: crate::eval::mean_cc_psnr(&m),
+            rotation_deg: moved.iter().map(|e| e.rotation_deg).collect(),
+            position: moved.iter().map(|e| e.position).collect(),
+        })
     }
 
     /// Evaluates `gaussians` on the test views (the training views without a split), writing each
