@@ -27,6 +27,10 @@ pub struct EvalArgs {
     /// Pipeline implementation.
     #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
     pub backend: BackendArg,
+    /// Score each view from its pose refined for this many steps with the scene frozen (test-time
+    /// refinement, the second protocol for scenes trained with --pose-opt) instead of its given pose.
+    #[arg(long, value_name = "STEPS")]
+    pub test_pose_steps: Option<u64>,
 }
 
 /// The PLY of a scene argument and, for a run folder, its config.
@@ -69,11 +73,18 @@ pub fn eval(args: EvalArgs) -> Result<()> {
     let (views, split) = ds.eval_views();
     let degree = args.sh_degree.unwrap_or(g.sh_degree).min(g.sh_degree);
     let mut backend = args.backend.make()?;
+    let refined = args.test_pose_steps.map(|steps| {
+        let b = backend.as_mut();
+        splat_train::eval_pose::refine_test_poses(b, &g, views, ds.background, degree, steps)
+    });
+    if let Some(steps) = args.test_pose_steps {
+        println!("poses refined for {steps} steps each with the scene frozen");
+    }
     let m = evaluate(
         backend.as_mut(),
         &g,
         views,
-        None,
+        refined.as_deref(),
         ds.background,
         degree,
         |_, _| {},
