@@ -93,6 +93,95 @@ pub fn refine(base: &Camera, e: &[f64; PER_VIEW]) -> Camera {
     cam
 }
 
+/// The correction that turns `base` into `target` (a camera with the same intrinsics): the inverse of
+/// [`refine`] (`A = R R_target^T`, whose first two rows less the identity's are `e[3..9]`, and
+/// `dt = t - A t_target`).
+pub fn correction_between(base: &Camera, target: &Camera) -> [f64; PER_VIEW] {
+    let a = matmul(&base.rotation, &transpose(&target.rotation));
+    let at = splat_core::math::mat3_vec(&a, target.translation);
+    [
+        base.translation[0] - at[0],
+        base.translation[1] - at[1],
+        base.translation[2] - at[2],
+        a[0][0] - 1.0,
+        a[0][1],
+        a[0][2],
+        a[1][0],
+        a[1][1] - 1.0,
+        a[1][2],
+    ]
+}
+
+/// Holds the corrections' common motion at zero: every corrected camera is its given camera moved by
+/// some world motion `G_i` (`x -> Q_i x + q_i`); the mean of those (the rotations' axis-angle vectors
+/// and the translations averaged) is taken out of every camera. A motion shared by every training
+/// camera is what the scene can follow without the loss seeing it (the gauge), and it carries the
+/// scene's frame away from the test views' given poses; the differences between the cameras, which
+/// are the refinement, are kept. `given` and `params` are the training views' cameras and corrections.
+pub fn hold_mean_motion<'c>(given: impl Fn(usize) -> &'c Camera, n: usize, params: &mut [f32]) {
+    if n < 2 {
+        return;
+    }
+    let mut omega = [0.0f64; 3];
+    let mut q = [0.0f64; 3];
+    for i in 0..n {
+        let (g, r) = (given(i), refine(given(i), &of(params, i)));
+        // Q = R'^T R, q = R'^T (t - t').
+        let qm = matmul(&transpose(&r.rotation), &g.rotation);
+        let dt: [f64; 3] = std::array::from_fn(|k| g.translation[k] - r.translation[k]);
+        let qv = splat_core::math::mat3_t_vec(&r.rotation, dt);
+        let w = rotation_log(&qm);
+        for k in 0..3 {
+            omega[k] += w[k] / n as f64;
+            q[k] += qv[k] / n as f64;
+        }
+    }
+    let mean = rotation_exp(omega);
+    for i in 0..n {
+        let (g, r) = (given(i), refine(given(i), &of(params, i)));
+        // The camera moved back by the mean motion: R'' = R' Q, t'' = R' q + t'.
+        let rq = splat_core::math::mat3_vec(&r.rotation, q);
+        let held = Camera {
+            rotation: matmul(&r.rotation, &mean),
+            translation: std::array::from_fn(|k| rq[k] + r.translation[k]),
+            ..r
+        };
+        let e = correction_between(g, &held);
+        for (p, v) in params[i * PER_VIEW..(i + 1) * PER_VIEW].iter_mut().zip(e) {
+            *p = v as f32;
+        }
+    }
+}
+
+fn of(params: &[f32], i: usize) -> [f64; PER_VIEW] {
+    std::array::from_fn(|k| params[i * PER_VIEW + k] as f64)
+}
+
+/// The axis-angle vector of a rotation matrix.
+fn rotation_log(m: &Mat3) -> [f64; 3] {
+    let mut qv = splat_core::math::mat_to_quat(m);
+    if qv[0] < 0.0 {
+        qv = qv.map(|v| -v);
+    }
+    let s = (qv[1] * qv[1] + qv[2] * qv[2] + qv[3] * qv[3]).sqrt();
+    if s < 1e-300 {
+        return [0.0; 3];
+    }
+    let angle = 2.0 * s.atan2(qv[0]);
+    [qv[1] * angle / s, qv[2] * angle / s, qv[3] * angle / s]
+}
+
+/// The rotation matrix of an axis-angle vector.
+fn rotation_exp(w: [f64; 3]) -> Mat3 {
+    let angle = dot3(w, w).sqrt();
+    if angle < 1e-300 {
+        return [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
+    }
+    let (s, c) = (0.5 * angle).sin_cos();
+    let q = [c, s * w[0] / angle, s * w[1] / angle, s * w[2] / angle];
+    splat_core::math::quat_to_mat(q)
+}
+
 /// The gradient with respect to `e` of a loss whose gradient with respect to the corrected camera's
 /// `R'` and `t'` is `g` (see the module documentation).
 pub fn embedding_grads(base: &Camera, e: &[f64; PER_VIEW], g: &PoseGrads) -> [f64; PER_VIEW] {
@@ -282,6 +371,58 @@ mod tests {
         let err = PoseError::between(&refine(&c, &e), &c);
         assert!((err.rotation_deg - 2.0).abs() < 1e-9, "{err:?}");
         assert!((err.position - 0.25).abs() < 1e-12, "{err:?}");
+    }
+
+    /// A motion every camera shares is taken out entirely; what differs between them stays.
+    #[test]
+    fn the_common_motion_is_held_at_zero() {
+        let cams: Vec<Camera> = (0..6)
+            .map(|i| {
+                let a = i as f64;
+                Camera::look_at(
+                    [3.0 * a.cos(), 3.0 * a.sin(), 1.0],
+                    [0.0; 3],
+                    [0.0, 0.0, 1.0],
+                    60.0,
+                    64,
+                    48,
+                )
+            })
+            .collect();
+        // Every camera moved by the same world motion G (x -> Q x + q): w2c' = w2c o G^-1.
+        let qm = rotation_exp([0.01, -0.02, 0.015]);
+        let qv = [0.05, -0.03, 0.02];
+        let moved = |c: &Camera| {
+            let r = matmul(&c.rotation, &transpose(&qm));
+            let rq = splat_core::math::mat3_vec(&r, qv);
+            Camera {
+                rotation: r,
+                translation: std::array::from_fn(|k| c.translation[k] - rq[k]),
+                ..c.clone()
+            }
+        };
+        let mut params: Vec<f32> = cams
+            .iter()
+            .flat_map(|c| correction_between(c, &moved(c)).map(|v| v as f32))
+            .collect();
+        // The inverse really is the inverse.
+        for (i, c) in cams.iter().enumerate() {
+            let e = PoseError::between(&refine(c, &of(&params, i)), &moved(c));
+            assert!(e.rotation_deg < 1e-4 && e.position < 1e-6, "{e:?}");
+        }
+        hold_mean_motion(|i| &cams[i], cams.len(), &mut params);
+        assert!(params.iter().all(|v| v.abs() < 1e-5), "{params:?}");
+        // One camera alone moved: it keeps most of its correction, the others share the rest.
+        let mut params = vec![0.0f32; 6 * PER_VIEW];
+        let e = correction_between(&cams[2], &moved(&cams[2]));
+        for (p, v) in params[2 * PER_VIEW..3 * PER_VIEW].iter_mut().zip(e) {
+            *p = v as f32;
+        }
+        hold_mean_motion(|i| &cams[i], cams.len(), &mut params);
+        let turned = |i: usize| PoseError::between(&refine(&cams[i], &of(&params, i)), &cams[i]);
+        let whole = PoseError::between(&moved(&cams[2]), &cams[2]).rotation_deg;
+        assert!((turned(2).rotation_deg - 5.0 / 6.0 * whole).abs() < 0.02 * whole);
+        assert!((turned(0).rotation_deg - 1.0 / 6.0 * whole).abs() < 0.02 * whole);
     }
 
     #[test]

@@ -80,5 +80,7 @@ impl<'a> Trainer<'a> {
         let betas = (crate::adam::BETA1, crate::adam::BETA2);
         p.adam
             .update_with_betas(&mut p.params, &self.pose_grads, lr, betas);
+        let views = self.views;
+        pose::hold_mean_motion(|i| &views[i].camera, views.len(), &mut p.params);
     }
 }
