@@ -25,6 +25,32 @@ fn perturbed(dir: &Path, width: u32, height: u32, views: usize) -> (Dataset, Loa
     common::load_demo(dir, &opts)
 }
 
+/// The 64 x 48 perturbed demo (16 views) in `dir/data`, and the same loaded with its true poses.
+fn perturbed_and_truth(dir: &Path) -> (Dataset, Dataset) {
+    let data = dir.join("data");
+    let (ds, mut load) = perturbed(&data, 64, 48, 16);
+    load.poses = Some(data.join(TRUE_POSES_FILE));
+    (ds, dataset::load(&data, &load).unwrap())
+}
+
+/// A 1,500-step run on `ds` (densifying, resetting opacity), with or without `--pose-opt`.
+fn trained(ds: &Dataset, pose_opt: bool) -> Trainer<'_> {
+    let cfg = TrainConfig {
+        iterations: 1500,
+        seed: 1,
+        densify_from: 200,
+        densify_until: 1000,
+        opacity_reset_interval: 600,
+        pose_opt,
+        ..TrainConfig::default()
+    };
+    let mut t = Trainer::new(cfg, TrainData::of(ds), &ds.points, cpu());
+    while !t.done() {
+        t.step().unwrap();
+    }
+    t
+}
+
 /// The median rotation error (degrees) of `cams` against the dataset loaded with its true poses.
 fn median_rotation_error(cams: &[splat_core::Camera], truth: &Dataset) -> f64 {
     let mut e: Vec<f64> = cams
@@ -129,27 +155,11 @@ fn fa_state(dir: &Path) -> splat_train::TrainState {
 #[test]
 fn pose_opt_moves_perturbed_poses_toward_the_truth() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    let (ds, load) = perturbed(&data, 64, 48, 16);
-    let mut truth_load = load;
-    truth_load.poses = Some(data.join(TRUE_POSES_FILE));
-    let truth = dataset::load(&data, &truth_load).unwrap();
+    let (ds, truth) = perturbed_and_truth(tmp.path());
     let given: Vec<_> = ds.train.iter().map(|v| v.camera.clone()).collect();
     let before = median_rotation_error(&given, &truth);
     assert!((0.5..2.0).contains(&before), "{before}");
-    let cfg = TrainConfig {
-        iterations: 1500,
-        seed: 1,
-        densify_from: 200,
-        densify_until: 1000,
-        opacity_reset_interval: 600,
-        pose_opt: true,
-        ..TrainConfig::default()
-    };
-    let mut t = Trainer::new(cfg, TrainData::of(&ds), &ds.points, cpu());
-    while !t.done() {
-        t.step().unwrap();
-    }
+    let t = trained(&ds, true);
     let after = median_rotation_error(&t.refined_cameras(), &truth);
     eprintln!("median rotation error {before:.3} -> {after:.3} degrees");
     assert!(after < 0.75 * before, "{before} -> {after}");
@@ -160,30 +170,16 @@ fn pose_opt_moves_perturbed_poses_toward_the_truth() {
 #[test]
 fn test_time_refinement_finds_a_knocked_test_pose() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    let (ds, load) = perturbed(&data, 64, 48, 16);
-    let mut truth_load = load;
-    truth_load.poses = Some(data.join(TRUE_POSES_FILE));
-    let truth = dataset::load(&data, &truth_load).unwrap();
-    let cfg = TrainConfig {
-        iterations: 1500,
-        seed: 1,
-        densify_from: 200,
-        densify_until: 1000,
-        opacity_reset_interval: 600,
-        ..TrainConfig::default()
-    };
-    let mut t = Trainer::new(cfg, TrainData::of(&truth), &truth.points, cpu());
-    while !t.done() {
-        t.step().unwrap();
-    }
+    let (ds, truth) = perturbed_and_truth(tmp.path());
+    let t = trained(&truth, false);
     let g = t.state.export_gaussians();
     // The test views knocked off as the training views of `ds` were (view 1's perturbation).
     let knock = |v: &splat_io::dataset::View| {
         let mut v = v.clone();
         let (from, to) = (&truth.train[0].camera, &ds.train[0].camera);
         // The same relative turn and shift as training view 0 got.
-        let turn = splat_core::math::matmul(&to.rotation, &transpose3(&from.rotation));
+        let turn =
+            splat_core::math::matmul(&to.rotation, &splat_core::math::transpose(&from.rotation));
         v.camera.rotation = splat_core::math::matmul(&turn, &v.camera.rotation);
         let c = v.camera.center();
         let shift: [f64; 3] = std::array::from_fn(|k| to.center()[k] - from.center()[k]);
@@ -210,8 +206,4 @@ fn test_time_refinement_finds_a_knocked_test_pose() {
     }
     eprintln!("PSNR {before_psnr:.2} -> {after_psnr:.2} dB");
     assert!(after_psnr > before_psnr + 1.0);
-}
-
-fn transpose3(m: &[[f64; 3]; 3]) -> [[f64; 3]; 3] {
-    std::array::from_fn(|r| std::array::from_fn(|c| m[c][r]))
 }
