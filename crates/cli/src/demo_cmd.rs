@@ -48,6 +48,10 @@ pub struct DemoArgs {
     /// Refine the training photos' poses with the scene (as `splat train --pose-opt`).
     #[arg(long)]
     pub pose_opt: bool,
+    /// --pose-opt's learning rate (as `splat train --pose-opt-lr`; 6e-5 finds the perturbed-poses
+    /// variant's poses, 1e-5 is gsplat's and the default).
+    #[arg(long, value_name = "RATE", requires = "pose_opt", value_parser = crate::parse::parse_pose_lr)]
+    pub pose_opt_lr: Option<f64>,
     /// Size of the photos, `WIDTHxHEIGHT` (32 views).
     #[arg(long, value_parser = parse_size, default_value = "160x120")]
     pub size: (u32, u32),
@@ -103,6 +107,7 @@ pub fn demo(args: DemoArgs) -> Result<()> {
             seed: args.seed,
             appearance: args.appearance.map(|a| a.kind()).unwrap_or_default(),
             pose_opt: args.pose_opt,
+            pose_opt_lr: args.pose_opt_lr.unwrap_or(splat_train::pose::LEARNING_RATE),
             ..preset.config(args.iters)
         },
         checkpoint_every: 1000,

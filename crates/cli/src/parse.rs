@@ -40,6 +40,16 @@ pub fn parse_spz_version(s: &str) -> Result<u32, String> {
     }
 }
 
+/// Parses `--pose-opt-lr`: a finite rate above 0 and at most 1e-2 (a rate of radians and scene
+/// units a step; more throws the poses about).
+pub fn parse_pose_lr(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 1e-2 => Ok(v),
+        Ok(_) => Err(format!("{s:?}: the rate must be above 0 and at most 1e-2")),
+        Err(_) => Err(format!("{s:?} is not a number")),
+    }
+}
+
 /// A `--resolution-schedule` value (one argument: clap reads an `Option<Vec<_>>` as many).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Levels(pub Vec<ResolutionLevel>);

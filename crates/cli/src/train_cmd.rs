@@ -67,12 +67,17 @@ pub struct TrainArgs {
     #[arg(long, value_enum)]
     pub appearance: Option<AppearanceArg>,
     /// Refine every training photo's camera pose with the scene (gsplat's pose_opt: a 9-value
-    /// correction per photo, Adam at 1e-5 decaying to 1e-7): for poses from structure from motion or a
-    /// video that are a fraction of a degree off. The refined poses are written to OUT/images.txt
-    /// (COLMAP; `--poses` reads it) and OUT/cameras.json; test views are scored at their given poses.
-    /// Runs on the host with a GPU (per stage, not resident).
+    /// correction per photo, Adam at --pose-opt-lr decaying to a hundredth of it): for poses from
+    /// structure from motion or a video that are a fraction of a degree off. The refined poses are
+    /// written to OUT/images.txt (COLMAP; `--poses` reads it) and OUT/cameras.json; test views are
+    /// scored at their given poses. Runs on the host with a GPU (per stage, not resident).
     #[arg(long)]
     pub pose_opt: bool,
+    /// --pose-opt's learning rate (default gsplat's 1e-5, safe on good poses). For poses a degree or
+    /// more off, raise it: 30000/steps x 1e-5 (6e-5 for the balanced preset's 5,000 steps) moves them
+    /// as far as gsplat's 30,000 steps, but on good poses it costs up to 1 dB (BENCHMARKS.md).
+    #[arg(long, value_name = "RATE", requires = "pose_opt", value_parser = crate::parse::parse_pose_lr)]
+    pub pose_opt_lr: Option<f64>,
     /// After training, score the test views a second time from poses refined for this many steps each
     /// with the scene frozen (reported beside the metrics at the given poses: `test_time_poses` in
     /// metrics.json). For scenes trained with --pose-opt, whose frame can drift a little from the given
@@ -264,6 +269,9 @@ fn train_config(args: &TrainArgs, iters: Option<u64>) -> Result<(TrainConfig, Op
         train.appearance = a.kind();
     }
     train.pose_opt |= args.pose_opt;
+    if let Some(lr) = args.pose_opt_lr {
+        train.pose_opt_lr = lr;
+    }
     if let Some(n) = args.test_pose_steps {
         train.test_pose_steps = n;
     }

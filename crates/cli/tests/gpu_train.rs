@@ -369,7 +369,11 @@ fn masks_and_appearance_run_per_stage_on_the_gpu() {
 fn pose_opt_runs_per_stage_on_the_gpu() {
     use splat_io::dataset::demo_variants::DemoVariant;
     let note = "not resident (--pose-opt run on the host)";
-    let Some(dir) = per_stage_like_cpu(DemoVariant::PerturbedPoses, &["--pose-opt"], note) else {
+    let Some(dir) = per_stage_like_cpu(
+        DemoVariant::PerturbedPoses,
+        &["--pose-opt", "--pose-opt-lr", "1.5e-4"],
+        note,
+    ) else {
         return;
     };
     // Quaternion and translation of every image, in file order.

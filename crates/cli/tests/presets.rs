@@ -237,3 +237,41 @@ fn bad_resolution_schedules_are_refused() {
         assert!(err.contains(needle), "{budget}: {err}");
     }
 }
+
+/// `--pose-opt-lr` is the run's pose rate in config.json (gsplat's 1e-5 without it), needs
+/// `--pose-opt`, and refuses rates that are not above 0 and at most 1e-2.
+#[test]
+fn pose_opt_lr_reaches_the_run_and_bad_rates_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = data(dir.path());
+    let d = d.as_str();
+    let base = ["train", d, "--iters", "20", "--pose-opt", "--out"];
+    ok(&splat(&[&base[..], &["dflt"]].concat(), dir.path()));
+    let lr = |out: &str| json(&dir.path().join(out), "config.json")["train"]["pose_opt_lr"].clone();
+    assert_eq!(lr("dflt"), 1e-5);
+    ok(&splat(
+        &[&base[..], &["set", "--pose-opt-lr", "6e-5"]].concat(),
+        dir.path(),
+    ));
+    assert_eq!(lr("set"), 6e-5);
+    for (rate, needle) in [
+        ("0", "above 0"),
+        ("0.5", "at most 1e-2"),
+        ("x", "not a number"),
+    ] {
+        let out = splat(
+            &[&base[..], &["bad", "--pose-opt-lr", rate]].concat(),
+            dir.path(),
+        );
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{rate}: {err}");
+    }
+    let out = splat(
+        &["train", d, "--out", "bad", "--pose-opt-lr", "1e-4"],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--pose-opt"));
+    assert!(!dir.path().join("bad").exists());
+}

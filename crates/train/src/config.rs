@@ -143,6 +143,9 @@ pub struct TrainConfig {
     pub appearance: crate::appearance::AppearanceKind,
     /// Refine every training view's pose with the scene ([`crate::pose`]).
     pub pose_opt: bool,
+    /// The pose corrections' base learning rate ([`crate::pose::learning_rate`]): gsplat's 1e-5 by
+    /// default, for poses a fraction of a degree off.
+    pub pose_opt_lr: f64,
     /// After training, also score the test views from poses refined with the scene frozen for this
     /// many steps each ([`crate::eval_pose`]); 0: not.
     pub test_pose_steps: u64,
@@ -184,6 +187,7 @@ impl Default for TrainConfig {
             visible_adam: false,
             appearance: Default::default(),
             pose_opt: false,
+            pose_opt_lr: crate::pose::LEARNING_RATE,
             test_pose_steps: 0,
         }
     }

@@ -7,7 +7,7 @@
 //! identity's first two rows, through Gram-Schmidt: rows `b1 = n(a1)`, `b2 = n(a2 - (b1.a2) b1)`,
 //! `b3 = b1 x b2`), applied on the camera's side: `c2w' = c2w [A dt; 0 1]`. In this crate's
 //! world-to-camera form that is `R' = A^T R`, `t' = A^T (t - dt)` ([`refine`]). The optimizer is gsplat's
-//! too: Adam at 1e-5 x sqrt(batch), L2 weight decay 1e-6 (added to the gradient, as torch's Adam
+//! too: Adam at 1e-5 x sqrt(batch) (the base rate is the run's `pose_opt_lr`), L2 weight decay 1e-6 (added to the gradient, as torch's Adam
 //! does), the rate decaying exponentially to 0.01x over the run; every view's correction is updated on
 //! every step (dense, as gsplat does).
 //!
@@ -59,21 +59,16 @@ impl PoseState {
     }
 }
 
-/// The schedule [`LEARNING_RATE`] belongs to (gsplat's default run).
-pub const REFERENCE_STEPS: u64 = 30_000;
-/// The most the rate is stretched: 30,000 / 2,000, the fast preset's steps (shorter runs are tests and
-/// calibrations, where a larger rate would only throw the poses about).
-pub const MAX_STRETCH: f64 = 15.0;
-
-/// The learning rate of step `it` (1-based) of `iterations` with `batch` views a step: gsplat's, times
-/// `REFERENCE_STEPS / iterations` (at most [`MAX_STRETCH`]) on shorter runs, so that a preset's run
-/// can move the poses as far as gsplat's 30,000 steps do (the sum of the rates is the same; the
-/// presets scale the scene's schedules to their steps the same way).
-pub fn learning_rate(it: u64, iterations: u64, batch: usize) -> f64 {
+/// The learning rate of step `it` (1-based) of `iterations` with `batch` views a step: `base` (the
+/// run's `--pose-opt-lr`, gsplat's [`LEARNING_RATE`] by default) times sqrt(batch), decaying
+/// exponentially to [`FINAL_FACTOR`] of it over the run, as gsplat's does over its 30,000 steps. The
+/// rate is not stretched to shorter runs: on captures whose poses are good (cup, the video-prepared
+/// demo) a rate stretched to 30,000 steps' worth moved the poses by noise and cost up to 1 dB at the
+/// given test poses (BENCHMARKS.md, "Pose refinement"); a user whose poses are a degree off raises it.
+pub fn learning_rate(base: f64, it: u64, iterations: u64, batch: usize) -> f64 {
     let iterations = iterations.max(1);
     let t = it.saturating_sub(1) as f64 / iterations as f64;
-    let stretch = (REFERENCE_STEPS as f64 / iterations as f64).clamp(1.0, MAX_STRETCH);
-    LEARNING_RATE * stretch * (batch.max(1) as f64).sqrt() * FINAL_FACTOR.powf(t)
+    base * (batch.max(1) as f64).sqrt() * FINAL_FACTOR.powf(t)
 }
 
 /// `(A, dt)` of a correction.
@@ -427,11 +422,12 @@ mod tests {
 
     #[test]
     fn learning_rate_decays_to_a_hundredth() {
-        assert_eq!(learning_rate(1, 30_000, 1), LEARNING_RATE);
-        let last = learning_rate(30_001, 30_000, 4);
+        assert_eq!(learning_rate(LEARNING_RATE, 1, 30_000, 1), LEARNING_RATE);
+        let last = learning_rate(LEARNING_RATE, 30_001, 30_000, 4);
         assert!((last - LEARNING_RATE * 2.0 * FINAL_FACTOR).abs() < 1e-18);
-        // A run of 5,000 steps at 6x the rate.
-        assert!((learning_rate(1, 5_000, 1) - 6.0 * LEARNING_RATE).abs() < 1e-18);
-        assert_eq!(learning_rate(1, 100, 1), MAX_STRETCH * LEARNING_RATE);
+        // Not stretched to a shorter run; the base rate is the run's.
+        assert_eq!(learning_rate(LEARNING_RATE, 1, 5_000, 1), LEARNING_RATE);
+        let mid = learning_rate(3e-5, 2_501, 5_000, 1);
+        assert!((mid - 3e-5 * FINAL_FACTOR.sqrt()).abs() < 1e-18);
     }
 }

@@ -76,7 +76,12 @@ impl<'a> Trainer<'a> {
         for (g, &e) in self.pose_grads.iter_mut().zip(&p.params) {
             *g += (pose::WEIGHT_DECAY * e as f64) as f32;
         }
-        let lr = pose::learning_rate(it, self.cfg.iterations, self.cfg.batch);
+        let lr = pose::learning_rate(
+            self.cfg.pose_opt_lr,
+            it,
+            self.cfg.iterations,
+            self.cfg.batch,
+        );
         let betas = (crate::adam::BETA1, crate::adam::BETA2);
         p.adam
             .update_with_betas(&mut p.params, &self.pose_grads, lr, betas);
