@@ -143,7 +143,8 @@ pub fn demo(args: DemoArgs) -> Result<()> {
         args.out.display()
     );
     println!(
-        "view it: splat view {} --data {}",
+        "view it: {} view {} --data {}",
+        crate::invocation::program(),
         crate::shell_word(&args.out),
         crate::shell_word(&data)
     );

@@ -13,6 +13,7 @@ mod convert_cmd;
 mod dataset_args;
 mod demo_cmd;
 mod eval_cmd;
+mod invocation;
 #[cfg(feature = "mpi")]
 mod mpi_collective;
 mod parse;
@@ -144,7 +145,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// The error and its causes on one line, each cause once (library errors already show their source).
 /// A path as a user would type it into a POSIX shell (quoted when it has anything but plain
 /// characters), for the commands splat suggests.
 pub(crate) fn shell_word(path: &std::path::Path) -> String {
@@ -157,6 +157,7 @@ pub(crate) fn shell_word(path: &std::path::Path) -> String {
     }
 }
 
+/// The error and its causes on one line, each cause once (library errors already show their source).
 fn one_line(e: &anyhow::Error) -> String {
     let mut msg = e.to_string();
     for cause in e.chain().skip(1) {

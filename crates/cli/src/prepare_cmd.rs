@@ -206,7 +206,8 @@ pub fn prepare(args: PrepareArgs) -> Result<()> {
         args.out.join("prepare.log").display()
     );
     println!(
-        "train it: splat train {} --out {} --eval",
+        "train it: {} train {} --out {} --eval",
+        crate::invocation::program(),
         crate::shell_word(&args.out),
         crate::shell_word(&args.out.with_file_name(format!(
             "{}-trained",

@@ -378,8 +378,9 @@ fn announce(cfg: &RunConfig, backend: &ChosenBackend, ranks: usize, dir: &Path) 
 fn print_result(metrics: Option<&Metrics>, dir: &Path, cfg: &RunConfig, suggest_view: bool) {
     let Some(m) = metrics else {
         println!(
-            "stopped; resume with: splat train --resume {}",
-            dir.display()
+            "stopped; resume with: {} train --resume {}",
+            crate::invocation::program(),
+            crate::shell_word(dir)
         );
         return;
     };
@@ -422,7 +423,8 @@ fn print_result(metrics: Option<&Metrics>, dir: &Path, cfg: &RunConfig, suggest_
     );
     if suggest_view {
         println!(
-            "view it: splat view {} --data {}",
+            "view it: {} view {} --data {}",
+            crate::invocation::program(),
             crate::shell_word(dir),
             crate::shell_word(&cfg.data)
         );

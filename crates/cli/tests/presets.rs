@@ -239,14 +239,22 @@ fn bad_resolution_schedules_are_refused() {
 }
 
 /// `--pose-opt-lr` is the run's pose rate in config.json (gsplat's 1e-5 without it), needs
-/// `--pose-opt`, and refuses rates that are not above 0 and at most 1e-2.
+/// `--pose-opt`, and refuses rates that are not above 0 and at most 1e-2; the printed next step
+/// starts this binary as the test did.
 #[test]
 fn pose_opt_lr_reaches_the_run_and_bad_rates_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let d = data(dir.path());
     let d = d.as_str();
     let base = ["train", d, "--iters", "20", "--pose-opt", "--out"];
-    ok(&splat(&[&base[..], &["dflt"]].concat(), dir.path()));
+    let out = splat(&[&base[..], &["dflt"]].concat(), dir.path());
+    ok(&out);
+    // The next step names this program as it was started (here by its path, not as `splat`).
+    let next = format!("view it: {} view dflt --data ", env!("CARGO_BIN_EXE_splat"));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&next),
+        "{next}"
+    );
     let lr = |out: &str| json(&dir.path().join(out), "config.json")["train"]["pose_opt_lr"].clone();
     assert_eq!(lr("dflt"), 1e-5);
     ok(&splat(
