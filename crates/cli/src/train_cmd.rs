@@ -73,9 +73,9 @@ pub struct TrainArgs {
     /// scored at their given poses. Runs on the host with a GPU (per stage, not resident).
     #[arg(long)]
     pub pose_opt: bool,
-    /// --pose-opt's learning rate (default gsplat's 1e-5, safe on good poses). For poses a degree or
-    /// more off, raise it: 30000/steps x 1e-5 (6e-5 for the balanced preset's 5,000 steps) moves them
-    /// as far as gsplat's 30,000 steps, but on good poses it costs up to 1 dB (BENCHMARKS.md).
+    /// --pose-opt's learning rate (default gsplat's 1e-5). For poses a degree or more off, raise it:
+    /// 30000/steps x 1e-5 (6e-5 for the balanced preset's 5,000 steps) moves them as far as gsplat's
+    /// 30,000 steps, but costs more on poses that are good (cup: 1.0 dB, against 0.1; BENCHMARKS.md).
     #[arg(long, value_name = "RATE", requires = "pose_opt", value_parser = crate::parse::parse_pose_lr)]
     pub pose_opt_lr: Option<f64>,
     /// After training, score the test views a second time from poses refined for this many steps each
