@@ -52,6 +52,9 @@ pub struct DemoArgs {
     /// variant's poses, 1e-5 is gsplat's and the default).
     #[arg(long, value_name = "RATE", requires = "pose_opt", value_parser = crate::parse::parse_pose_lr)]
     pub pose_opt_lr: Option<f64>,
+    /// The step from which --pose-opt moves the poses (as `splat train --pose-opt-start`).
+    #[arg(long, value_name = "STEP", requires = "pose_opt")]
+    pub pose_opt_start: Option<u64>,
     /// Size of the photos, `WIDTHxHEIGHT` (32 views).
     #[arg(long, value_parser = parse_size, default_value = "160x120")]
     pub size: (u32, u32),
@@ -108,6 +111,7 @@ pub fn demo(args: DemoArgs) -> Result<()> {
             appearance: args.appearance.map(|a| a.kind()).unwrap_or_default(),
             pose_opt: args.pose_opt,
             pose_opt_lr: args.pose_opt_lr.unwrap_or(splat_train::pose::LEARNING_RATE),
+            pose_opt_start: args.pose_opt_start.unwrap_or(splat_train::pose::START_STEP),
             ..preset.config(args.iters)
         },
         checkpoint_every: 1000,

@@ -78,6 +78,10 @@ pub struct TrainArgs {
     /// 30,000 steps, but costs more on poses that are good (cup: 1.0 dB, against 0.1; BENCHMARKS.md).
     #[arg(long, value_name = "RATE", requires = "pose_opt", value_parser = crate::parse::parse_pose_lr)]
     pub pose_opt_lr: Option<f64>,
+    /// The step from which --pose-opt moves the poses (default 500, LichtFeld Studio's): before it
+    /// the scene is too young for its pose gradient to say anything about the poses.
+    #[arg(long, value_name = "STEP", requires = "pose_opt")]
+    pub pose_opt_start: Option<u64>,
     /// After training, score the test views a second time from poses refined for this many steps each
     /// with the scene frozen (reported beside the metrics at the given poses: `test_time_poses` in
     /// metrics.json). For scenes trained with --pose-opt, whose frame can drift a little from the given
@@ -271,6 +275,9 @@ fn train_config(args: &TrainArgs, iters: Option<u64>) -> Result<(TrainConfig, Op
     train.pose_opt |= args.pose_opt;
     if let Some(lr) = args.pose_opt_lr {
         train.pose_opt_lr = lr;
+    }
+    if let Some(step) = args.pose_opt_start {
+        train.pose_opt_start = step;
     }
     if let Some(n) = args.test_pose_steps {
         train.test_pose_steps = n;

@@ -371,7 +371,13 @@ fn pose_opt_runs_per_stage_on_the_gpu() {
     let note = "not resident (--pose-opt run on the host)";
     let Some(dir) = per_stage_like_cpu(
         DemoVariant::PerturbedPoses,
-        &["--pose-opt", "--pose-opt-lr", "1.5e-4"],
+        &[
+            "--pose-opt",
+            "--pose-opt-lr",
+            "1.5e-4",
+            "--pose-opt-start",
+            "0",
+        ],
         note,
     ) else {
         return;

@@ -146,6 +146,9 @@ pub struct TrainConfig {
     /// The pose corrections' base learning rate ([`crate::pose::learning_rate`]): gsplat's 1e-5 by
     /// default, for poses a fraction of a degree off.
     pub pose_opt_lr: f64,
+    /// The first step at which the pose corrections move ([`crate::pose::START_STEP`], LichtFeld
+    /// Studio's 500): before it the scene is too young for its pose gradient to mean anything.
+    pub pose_opt_start: u64,
     /// After training, also score the test views from poses refined with the scene frozen for this
     /// many steps each ([`crate::eval_pose`]); 0: not.
     pub test_pose_steps: u64,
@@ -188,6 +191,7 @@ impl Default for TrainConfig {
             appearance: Default::default(),
             pose_opt: false,
             pose_opt_lr: crate::pose::LEARNING_RATE,
+            pose_opt_start: crate::pose::START_STEP,
             test_pose_steps: 0,
         }
     }

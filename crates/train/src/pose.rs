@@ -29,6 +29,10 @@ pub const PER_VIEW: usize = 9;
 pub const LEARNING_RATE: f64 = 1e-5;
 /// gsplat's `pose_opt_reg` (Adam's L2 weight decay).
 pub const WEIGHT_DECAY: f64 = 1e-6;
+/// The first step whose Adam step moves the corrections (LichtFeld Studio's start): earlier, the
+/// scene is far from its photos (lego starts from random points) and the pose gradient is the
+/// scene's error, not the pose's.
+pub const START_STEP: u64 = 500;
 /// The rate at the end of the run, relative to the start (gsplat's exponential decay to 0.01x).
 pub const FINAL_FACTOR: f64 = 0.01;
 

@@ -234,7 +234,10 @@ fn appearance_models_see_every_rank_s_views() {
 fn pose_corrections_see_every_rank_s_views() {
     let dir = tempfile::tempdir().unwrap();
     let ds = dataset(dir.path());
-    let poses = |c: &mut TrainConfig| c.pose_opt = true;
+    let poses = |c: &mut TrainConfig| {
+        c.pose_opt = true;
+        c.pose_opt_start = 0;
+    };
     let single = train_with(&ds, 2, 1, poses);
     let pair = train_with(&ds, 2, 2, poses);
     assert_eq!(pair[0].0, pair[1].0, "replicas drifted");

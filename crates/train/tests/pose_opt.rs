@@ -38,6 +38,7 @@ fn perturbed_and_truth(dir: &Path) -> (Dataset, Dataset) {
 fn trained(ds: &Dataset, pose_opt: bool) -> Trainer<'_> {
     let cfg = TrainConfig {
         pose_opt_lr: 15.0 * splat_train::pose::LEARNING_RATE,
+        pose_opt_start: 0,
         iterations: 1500,
         seed: 1,
         densify_from: 200,
@@ -79,6 +80,8 @@ fn pose_corrections_resume_bitwise_and_read_back() {
             densify_interval: 15,
             opacity_reset_interval: 60,
             pose_opt: true,
+            // After the first checkpoint (40), before the stop (100).
+            pose_opt_start: 50,
             ..TrainConfig::default()
         },
         checkpoint_every: 40,

@@ -68,11 +68,15 @@ impl<'a> Trainer<'a> {
         self.pose_grads.iter().all(|v| v.is_finite())
     }
 
-    /// Every correction's Adam step at iteration `it`, with gsplat's weight decay.
+    /// Every correction's Adam step at iteration `it`, with gsplat's weight decay; none before the
+    /// run's `pose_opt_start`.
     pub(super) fn optimize_poses(&mut self, it: u64) {
         let Some(p) = self.state.poses.as_mut() else {
             return;
         };
+        if it < self.cfg.pose_opt_start {
+            return;
+        }
         for (g, &e) in self.pose_grads.iter_mut().zip(&p.params) {
             *g += (pose::WEIGHT_DECAY * e as f64) as f32;
         }
