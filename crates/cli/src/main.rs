@@ -21,6 +21,7 @@ mod prepare_cmd;
 mod progress;
 mod render_cmd;
 mod scene_files;
+mod scene_page;
 mod strategy_args;
 mod train_cmd;
 mod view_cmd;

@@ -19,18 +19,29 @@ const LIVE_VIEW_INTERVAL: Duration = Duration::from_secs(2);
 
 /// Dataset cameras with their photos as JPEG, and the mean "up" of the cameras.
 pub fn dataset_views(ds: &splat_io::dataset::Dataset) -> Result<(Vec<DatasetView>, [f64; 3])> {
+    views_of(ds, true)
+}
+
+/// Dataset cameras without their photos (a scene.html page lists the cameras only), and "up".
+pub fn dataset_cameras(ds: &splat_io::dataset::Dataset) -> Result<(Vec<DatasetView>, [f64; 3])> {
+    views_of(ds, false)
+}
+
+fn views_of(ds: &splat_io::dataset::Dataset, photos: bool) -> Result<(Vec<DatasetView>, [f64; 3])> {
     let mut views = Vec::new();
     let mut up = [0.0; 3];
     for v in ds.all_views() {
         let mut jpeg = Vec::new();
-        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90)
-            .encode(
-                &v.image.data,
-                v.image.width,
-                v.image.height,
-                image::ExtendedColorType::Rgb8,
-            )
-            .with_context(|| format!("encoding the photo of {}", v.name))?;
+        if photos {
+            image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90)
+                .encode(
+                    &v.image.data,
+                    v.image.width,
+                    v.image.height,
+                    image::ExtendedColorType::Rgb8,
+                )
+                .with_context(|| format!("encoding the photo of {}", v.name))?;
+        }
         for (u, d) in up.iter_mut().zip(v.camera.rotation[1]) {
             *u -= d;
         }

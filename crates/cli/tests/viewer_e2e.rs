@@ -555,3 +555,70 @@ fn every_format_is_sent_to_the_page_as_spz() {
         assert_eq!(g.sh_degree, degree, "{name}");
     }
 }
+
+/// `splat convert RUN scene.html --data DATA`: one file at most the SPZ and the viewer's scripts plus
+/// 5%; opened from file:// with the network cut it draws the scene without a request outside the
+/// file, the same picture as the served viewer from the same cameras; under a splat limit below the
+/// scene's it says the scene is too large (and loads when asked).
+#[test]
+fn scene_html_opens_from_disk_with_no_network() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    demo_dataset(d);
+    ok(splat(
+        &[
+            "train", "data", "--out", "run", "--preset", "original", "--iters", "60",
+        ],
+        d,
+    ));
+    let said = ok(splat(
+        &["convert", "run", "scene.html", "--data", "data"],
+        d,
+    ));
+    assert!(String::from_utf8_lossy(&said.stdout).contains("open it: double-click"));
+    ok(splat(&["convert", "run", "scene.spz"], d));
+    let html = std::fs::metadata(d.join("scene.html")).unwrap().len() as f64;
+    let spz = std::fs::metadata(d.join("scene.spz")).unwrap().len() as f64;
+    let scripts: usize = splat_viewer::assets::ASSETS
+        .iter()
+        .filter(|a| a.mime.starts_with("text/javascript"))
+        .map(|a| a.bytes.len())
+        .sum();
+    eprintln!("scene.html {html} bytes; SPZ {spz}, scripts {scripts}");
+    assert!(html <= 1.05 * (spz + scripts as f64), "{html} bytes");
+    if !need_browser() {
+        return;
+    }
+    let viewer = start_viewer(&["run", "--data", "data"], d);
+    let out = d.join("browser");
+    std::fs::create_dir(&out).unwrap();
+    let file_url = format!("file://{}", d.join("scene.html").display());
+    let served = format!("http://127.0.0.1:{}/", viewer.port);
+    let seen = node(
+        "standalone.mjs",
+        &[&file_url, &served, out.to_str().unwrap()],
+    );
+    eprintln!("browser: {seen}");
+    assert!(seen["errors"].as_array().unwrap().is_empty(), "{seen}");
+    let scene = splat_io::read_ply(&d.join("run/point_cloud.ply")).unwrap();
+    assert_eq!(seen["numSplats"].as_u64().unwrap() as usize, scene.len());
+    assert_eq!(seen["page"]["views"], 12, "{seen}");
+    for shot in ["initial", "view0"] {
+        let (w, h, page) = decode_rgb(&out.join(format!("page-{shot}.png")));
+        let (sw, sh, served) = decode_rgb(&out.join(format!("served-{shot}.png")));
+        assert_eq!((w, h), (sw, sh), "{shot}");
+        assert_eq!(
+            json_file(&out.join(format!("page-{shot}.json"))),
+            json_file(&out.join(format!("served-{shot}.json"))),
+            "{shot}: not the same camera"
+        );
+        // The same splats through the same renderer: equal but for the GPU's rounding.
+        let db = psnr(&page, &served);
+        eprintln!("scene.html vs served viewer, {shot}: {db:.2} dB");
+        assert!(db >= 45.0, "{shot}: {db:.2} dB");
+        assert!(
+            fraction_changed(&page, &vec![0; page.len()]) > 0.2,
+            "{shot} is blank"
+        );
+    }
+}

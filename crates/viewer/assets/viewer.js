@@ -3,6 +3,10 @@
 // for each new snapshot. "reference" mode shows splat's own CPU render instead (the server renders
 // the page's camera); it is also the fallback when the browser has no WebGL2.
 //
+// The same script runs in a scene.html page (a scene in one file, no server: `standalone.js` decodes
+// the page's payload and sets window.splatStandalone before loading this): there the hello message,
+// the scene and the module URLs come from the page, and there is no reference view and no photos.
+//
 // The camera is kept in the convention splat uses (COLMAP/OpenCV: x_cam = R x_world + t, x right,
 // y down, z forward; pinhole fx, fy, cx, cy in pixels) so that a dataset camera is reproduced exactly
 // and the reference render sees the same camera. three.js looks down -z with y up:
@@ -17,12 +21,16 @@ const dot = (a, b) => a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
 const cross = (a, b) => [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
 const norm = (a) => mul(a, 1 / Math.hypot(a[0], a[1], a[2]));
 const NEAR = 0.2; // splat's renderer culls at z <= 0.2; the same plane here
+const standalone = window.splatStandalone || null;
+// Where the libraries come from: the server's routes (the page's import map), or the page's own.
+const moduleUrl = (name) => standalone ? standalone.modules[name]
+  : { three: "three", spark: "/vendor/spark/spark.module.min.js" }[name];
 
 // For tests and curious users: what the page has done.
 const sv = window.splatViewer = {
   webgl2: false, mode: "splats", connected: false, snapshots: 0, sceneVersion: -1, sceneBytes: 0,
   numSplats: 0, draws: 0, frames: 0, restFrames: 0, last: null, firstFrameMs: null, loadMs: null,
-  camera: null, errors: [],
+  camera: null, errors: [], standalone: !!standalone, decodeMs: standalone ? standalone.decodeMs : null,
 };
 
 const state = {
@@ -105,8 +113,10 @@ function setView(index) {
   } else {
     state.view = index;
     $("views").value = String(index);
-    $("gt").src = "/gt/" + index;
-    $("gtbox").style.display = "block";
+    if (!standalone) {
+      $("gt").src = "/gt/" + index;
+      $("gtbox").style.display = "block";
+    }
     $("lensnote").textContent = state.hello.views[index].fisheye
       ? "fisheye photo: the render beside it is a pinhole view of the same pose and focal length"
       : "";
@@ -130,8 +140,8 @@ let drawQueued = false, loading = false, wantScene = false;
 const drawTimes = [];
 
 async function initSpark() {
-  THREE = await import("three");
-  const { SparkRenderer } = await import("/vendor/spark/spark.module.min.js");
+  THREE = await import(moduleUrl("three"));
+  const { SparkRenderer } = await import(moduleUrl("spark"));
   THREE.ColorManagement.enabled = false; // colours go to the screen as trained (sRGB values)
   renderer = new THREE.WebGLRenderer({ canvas: $("canvas"), antialias: false, preserveDrawingBuffer: true });
   renderer.setPixelRatio(1);
@@ -203,11 +213,9 @@ async function loadScene() {
     do {
       wantScene = false;
       const t0 = performance.now();
-      const resp = await fetch("/scene.spz", { cache: "no-store" });
-      if (!resp.ok) throw new Error("scene: " + resp.status + " " + (await resp.text()));
-      const bytes = new Uint8Array(await resp.arrayBuffer());
-      const antialiased = resp.headers.get("x-splat-antialiased") === "1";
-      const { SplatMesh } = await import("/vendor/spark/spark.module.min.js");
+      const got = standalone ? standalone.scene : await fetchScene();
+      const { bytes, antialiased } = got;
+      const { SplatMesh } = await import(moduleUrl("spark"));
       const next = new SplatMesh({ fileBytes: bytes, fileType: "spz", extSplats: true });
       await next.initialized;
       // Scenes trained with the anti-aliasing filter: its opacity compensation instead of the plain dilation.
@@ -217,9 +225,9 @@ async function loadScene() {
       if (mesh) { scene3.remove(mesh); mesh.dispose(); }
       mesh = next;
       sv.snapshots += 1;
-      sv.sceneVersion = Number(resp.headers.get("x-splat-version"));
+      sv.sceneVersion = got.version;
       sv.sceneBytes = bytes.length;
-      sv.numSplats = Number(resp.headers.get("x-splat-count"));
+      sv.numSplats = got.count;
       sv.antialiased = antialiased;
       sv.loadMs = Math.round(performance.now() - t0);
       $("info").textContent = sv.numSplats.toLocaleString() + " splats";
@@ -230,6 +238,17 @@ async function loadScene() {
   } finally {
     loading = false;
   }
+}
+
+async function fetchScene() {
+  const resp = await fetch("/scene.spz", { cache: "no-store" });
+  if (!resp.ok) throw new Error("scene: " + resp.status + " " + (await resp.text()));
+  return {
+    bytes: new Uint8Array(await resp.arrayBuffer()),
+    antialiased: resp.headers.get("x-splat-antialiased") === "1",
+    version: Number(resp.headers.get("x-splat-version")),
+    count: Number(resp.headers.get("x-splat-count")),
+  };
 }
 
 function hud() {
@@ -271,6 +290,7 @@ function showReference(ev) {
 }
 
 function setMode(mode) {
+  if (standalone) mode = "splats";
   if (mode === "splats" && !sv.webgl2) mode = "reference";
   state.mode = sv.mode = mode;
   $("mode").value = mode;
@@ -597,10 +617,18 @@ async function main() {
       await initSpark();
     } catch (e) {
       sv.webgl2 = false;
-      error("cannot start the in-browser renderer (" + e + "): showing splat's reference render");
+      error("cannot start the in-browser renderer (" + e + ")" + (standalone ? "" : ": showing splat's reference render"));
     }
   } else {
-    error("no WebGL2 in this browser: showing splat's reference render");
+    error(standalone ? "no WebGL2 in this browser: this page needs it to draw the scene"
+      : "no WebGL2 in this browser: showing splat's reference render");
+  }
+  if (standalone) {
+    // No server: no reference view; without WebGL2 there is nothing to draw with.
+    $("mode").style.display = "none";
+    if (!sv.webgl2) return;
+    hello(standalone.hello);
+    return;
   }
   if (!sv.webgl2) {
     state.mode = "reference";

@@ -17,6 +17,7 @@ pub mod assets;
 pub mod camera;
 pub mod scene;
 mod session;
+pub mod standalone;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -123,17 +123,26 @@ struct Done {
 
 fn hello_text(app: &AppState) -> String {
     let snap = app.scene.snapshot();
-    let (center, radius) = scene_frame(&snap.gaussians);
+    hello_json(&snap.gaussians, snap.version, snap.status, &app.options)
+}
+
+/// The hello message for `gaussians` at `version` (also what a scene.html page starts from).
+pub(crate) fn hello_json(
+    gaussians: &Gaussians<f32>,
+    version: u64,
+    status: Option<TrainStatus>,
+    options: &crate::ViewerOptions,
+) -> String {
+    let (center, radius) = scene_frame(gaussians);
     let hello = Hello {
         kind: "hello",
-        num_gaussians: snap.gaussians.len(),
-        version: snap.version,
+        num_gaussians: gaussians.len(),
+        version,
         center,
         radius,
-        up: app.options.up,
-        background: app.options.background,
-        views: app
-            .options
+        up: options.up,
+        background: options.background,
+        views: options
             .dataset
             .iter()
             .map(|v| HelloView {
@@ -142,7 +151,7 @@ fn hello_text(app: &AppState) -> String {
                 fisheye: v.camera.projection == splat_core::Projection::Equidistant,
             })
             .collect(),
-        status: snap.status,
+        status,
     };
     serde_json::to_string(&hello).expect("serializable")
 }
