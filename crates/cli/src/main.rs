@@ -2,7 +2,8 @@
 //! one clear line on stderr and a non-zero exit code.
 //!
 //! Each command is one `*_cmd` file; what several commands share lives in the other modules, which
-//! no command file bypasses by importing another command: dataset arguments and loading
+//! no command file bypasses by importing another command (but `scan`, whose stages are `prepare`
+//! and `train` called as functions): dataset arguments and loading
 //! ([`dataset_args`]), `--backend` ([`backend_args`]), the strategy flags ([`strategy_args`]), value
 //! parsers ([`parse`]), scene files ([`scene_files`]), training progress ([`progress`]) and the
 //! viewer's side of other commands ([`viewer_link`]).
@@ -20,6 +21,7 @@ mod parse;
 mod prepare_cmd;
 mod progress;
 mod render_cmd;
+mod scan_cmd;
 mod scene_files;
 mod scene_page;
 mod strategy_args;
@@ -62,6 +64,15 @@ enum Command {
     /// DATASET/colmap/. Running it again on the same DATASET starts over; a folder holding files
     /// splat prepare did not write is refused.
     Prepare(prepare_cmd::PrepareArgs),
+    /// A video or photos to a page you can send, in one command: prepare, train, scene.html.
+    ///
+    /// Runs `splat prepare` into DIR/dataset, `splat train` (the balanced preset unless --preset says
+    /// otherwise) into DIR/train, and writes DIR/scene.html: the scene and the viewer in one file that
+    /// opens by double-click, with no server and no network. Every prepare option and every train
+    /// option passes through. Run it again on the same DIR after a Ctrl-C or a kill: it goes on from
+    /// the stage (and, in training, the checkpoint) it reached. A finished DIR is not overwritten
+    /// without --force.
+    Scan(Box<scan_cmd::ScanArgs>),
     /// Train a scene from posed photos (COLMAP, NeRF-synthetic, transforms.json, LLFF).
     Train(Box<train_cmd::TrainArgs>),
     /// Time the training step stage by stage against this machine's measured peak.
@@ -124,6 +135,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo_cmd::demo(args),
         Command::Prepare(args) => prepare_cmd::prepare(args),
         Command::Train(args) => train_cmd::train(*args, collective),
+        Command::Scan(args) => scan_cmd::scan(*args),
         Command::Eval(args) => eval_cmd::eval(args),
         Command::Bench(args) => bench_cmd::bench(args),
         Command::Render(args) => render_cmd::render(args),

@@ -1,13 +1,13 @@
 //! `splat prepare`: photos or a video to a COLMAP dataset (see `splat_prepare` for the pipeline).
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use splat_prepare::{CameraModel, Event, FrameRate, Matcher, PrepareOptions, ToolPaths};
+use splat_prepare::{CameraModel, Event, FrameRate, Matcher, PrepareOptions, Summary, ToolPaths};
 
 #[derive(Args)]
 pub struct PrepareArgs {
@@ -16,6 +16,14 @@ pub struct PrepareArgs {
     /// The dataset folder to write (new, empty, or made by an earlier `splat prepare`).
     #[arg(long, short)]
     pub out: PathBuf,
+    #[command(flatten)]
+    pub opts: PrepareOptionsArgs,
+}
+
+/// Everything `splat prepare` takes but the input and the dataset folder (`splat scan` passes these
+/// through).
+#[derive(Args)]
+pub struct PrepareOptionsArgs {
     /// Frames to take from a video over its whole length (about; default 150).
     #[arg(long, conflicts_with = "fps")]
     pub frames: Option<usize>,
@@ -74,8 +82,8 @@ pub enum MatcherArg {
     Sequential,
 }
 
-impl PrepareArgs {
-    fn options(&self) -> Result<PrepareOptions> {
+impl PrepareOptionsArgs {
+    pub fn options(&self) -> Result<PrepareOptions> {
         if !(self.min_registered > 0.0 && self.min_registered <= 1.0) {
             bail!(
                 "--min-registered must be in (0, 1], got {}",
@@ -185,17 +193,9 @@ impl StageProgress {
 }
 
 pub fn prepare(args: PrepareArgs) -> Result<()> {
-    let opts = args.options()?;
+    let opts = args.opts.options()?;
     let started = Instant::now();
-    let mut progress = StageProgress {
-        bar: None,
-        stage: "prepare",
-        started,
-        terminal: std::io::stderr().is_terminal(),
-    };
-    let result = splat_prepare::prepare(&args.input, &args.out, &opts, &mut |e| progress.event(e));
-    progress.finish_bar();
-    let summary = result?;
+    let summary = run_prepare(&args.input, &args.out, &opts)?;
     println!(
         "prepared {}: {} of {} images registered, {} points, in {:.0} s (log: {})",
         args.out.display(),
@@ -218,4 +218,17 @@ pub fn prepare(args: PrepareArgs) -> Result<()> {
         )))
     );
     Ok(())
+}
+
+/// Runs the pipeline with its stages' progress on stderr.
+pub fn run_prepare(input: &Path, out: &Path, opts: &PrepareOptions) -> Result<Summary> {
+    let mut progress = StageProgress {
+        bar: None,
+        stage: "prepare",
+        started: Instant::now(),
+        terminal: std::io::stderr().is_terminal(),
+    };
+    let result = splat_prepare::prepare(input, out, opts, &mut |e| progress.event(e));
+    progress.finish_bar();
+    Ok(result?)
 }

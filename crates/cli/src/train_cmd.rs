@@ -32,8 +32,19 @@ pub struct TrainArgs {
     pub out: Option<PathBuf>,
     /// Continue the run in this folder from its last checkpoint, with the data and settings it was
     /// started with.
-    #[arg(long, conflicts_with_all = ["data", "out"])]
+    #[arg(long, conflicts_with_all = ["data", "out", "time_budget"])]
     pub resume: Option<PathBuf>,
+    #[command(flatten)]
+    pub opts: TrainOptions,
+    /// Train even when the memory estimate exceeds the memory available.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Everything `splat train` takes but the dataset, the output folder and `--resume` (`splat scan`
+/// passes these through).
+#[derive(Args, Clone)]
+pub struct TrainOptions {
     #[command(flatten)]
     pub data_args: DataArgs,
     /// What to trade between time and quality (README.md, "Presets", has the measured times and
@@ -92,7 +103,7 @@ pub struct TrainArgs {
     /// evaluation are not counted): a short calibration measures this machine's step on the data,
     /// the preset's schedule is planned to the most steps (up to its own or --iters) predicted to
     /// fit, and the run stops at the budget in any case, saying how much of the plan it ran.
-    #[arg(long, value_parser = crate::parse::parse_duration, conflicts_with = "resume")]
+    #[arg(long, value_parser = crate::parse::parse_duration)]
     pub time_budget: Option<f64>,
     /// Hold out every 8th view (or the dataset's test split) and report metrics on them.
     #[arg(long)]
@@ -141,45 +152,71 @@ pub struct TrainArgs {
     /// Viewer address with --view.
     #[arg(long, default_value = "127.0.0.1", requires = "view")]
     pub host: String,
-    /// Train even when the memory estimate exceeds the memory available.
-    #[arg(long)]
-    pub force: bool,
     /// Stop after this many steps without final outputs, leaving the checkpoint (for testing resume).
     #[arg(long, hide = true)]
     pub stop_after: Option<u64>,
 }
 
 pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
+    run_training(&args, collective, true)?.serve_if_viewing();
+    Ok(())
+}
+
+/// A finished (or stopped) run, with the live viewer that `--view` started.
+pub struct Trained {
+    /// `None`: stopped by `--stop-after`.
+    pub metrics: Option<Metrics>,
+    live: Option<LiveViewer>,
+    dir: PathBuf,
+    steps: u64,
+}
+
+impl Trained {
+    /// With `--view`, keeps serving the result until Ctrl-C.
+    pub fn serve_if_viewing(self) {
+        if let Some(live) = self.live {
+            live.serve_result(&self.dir.join("point_cloud.ply"), self.steps);
+        }
+    }
+}
+
+/// The run `args` asks for, exported. With `suggest_view`, the result ends with the command that
+/// views it.
+pub fn run_training(
+    args: &TrainArgs,
+    collective: Box<dyn Collective>,
+    suggest_view: bool,
+) -> Result<Trained> {
     let (rank, ranks) = (collective.rank(), collective.size());
     let (dir, mut cfg, start, fit) = match &args.resume {
         Some(dir) => resumed_run(dir, rank)?,
-        None => new_run(&args)?,
+        None => new_run(args)?,
     };
     check_ranks(&cfg, ranks)?;
-    if args.time_budget.is_some() && ranks > 1 {
+    if args.opts.time_budget.is_some() && ranks > 1 {
         bail!("--time-budget runs on one process (the ranks of an MPI job would stop at different steps)");
     }
     let ds = load_within_memory(&mut cfg, args.force, fit.as_ref())?;
-    let backend = resolve_backend(args.backend, &cfg, rank == 0)?
+    let backend = resolve_backend(args.opts.backend, &cfg, rank == 0)?
         .choose()?
-        .atomic_backward(args.gpu_atomic_backward)?;
-    let budget = match args.time_budget {
-        Some(seconds) => Some(plan_budget(&args, &mut cfg, &ds, &backend, seconds)?),
+        .atomic_backward(args.opts.gpu_atomic_backward)?;
+    let budget = match args.opts.time_budget {
+        Some(seconds) => Some(plan_budget(args, &mut cfg, &ds, &backend, seconds)?),
         None => None,
     };
     if rank == 0 {
         announce(&cfg, &backend, ranks, &dir);
     }
-    let live = match args.view && rank == 0 {
-        true => Some(LiveViewer::start(&ds, &args.host, args.port)?),
+    let live = match args.opts.view && rank == 0 {
+        true => Some(LiveViewer::start(&ds, &args.opts.host, args.opts.port)?),
         false => None,
     };
     let make_backend = || backend.make();
-    let make_resident = backend.resident().filter(|_| !args.gpu_per_stage);
+    let make_resident = backend.resident().filter(|_| !args.opts.gpu_per_stage);
     let resident = make_resident.as_ref().map(|m| m as MakeResident);
     let steps = cfg.train.per_step().iterations;
     let mut run = TrainRun::new(&dir, &cfg, &ds, &make_backend)
-        .stop_after(args.stop_after)
+        .stop_after(args.opts.stop_after)
         .collective(collective)
         .resident(resident)
         .observe_on_root(Progress::new(start.first_step(), steps))
@@ -190,15 +227,17 @@ pub fn train(args: TrainArgs, collective: Box<dyn Collective>) -> Result<()> {
     }
     let metrics = run.run()?;
     if metrics.is_some() && rank == 0 {
-        crate::scene_files::export_run(&dir, &args.export)?;
+        crate::scene_files::export_run(&dir, &args.opts.export)?;
     }
     if rank == 0 {
-        print_result(metrics.as_ref(), &dir, &cfg, live.is_none());
+        print_result(metrics.as_ref(), &dir, &cfg, suggest_view && live.is_none());
     }
-    if let Some(live) = live {
-        live.serve_result(&dir.join("point_cloud.ply"), steps);
-    }
-    Ok(())
+    Ok(Trained {
+        metrics,
+        live,
+        dir,
+        steps,
+    })
 }
 
 /// `--resume DIR`: the run's folder, configuration and last checkpoint.
@@ -224,25 +263,25 @@ fn resumed_run(dir: &Path, rank: usize) -> Result<(PathBuf, RunConfig, Start, Op
 /// A fresh run from the arguments: the preset, the flags given over it, and what is still to be
 /// chosen from the scene.
 fn new_run(args: &TrainArgs) -> Result<(PathBuf, RunConfig, Start, Option<SceneFit>)> {
-    if args.sh_degree > 3 {
-        bail!("--sh-degree {} is above 3", args.sh_degree);
+    if args.opts.sh_degree > 3 {
+        bail!("--sh-degree {} is above 3", args.opts.sh_degree);
     }
-    if args.iters == Some(0) {
+    if args.opts.iters == Some(0) {
         bail!("--iters must be at least 1");
     }
-    if args.batch == 0 {
+    if args.opts.batch == 0 {
         bail!("--batch must be at least 1");
     }
     let data = args.data.clone().expect("required by clap");
     let data = std::fs::canonicalize(&data)
         .with_context(|| format!("{}: dataset folder not found", data.display()))?;
-    let (train, fit) = train_config(args, args.iters)?;
+    let (train, fit) = train_config(args, args.opts.iters)?;
     let cfg = RunConfig {
         data,
-        load: args.data_args.options(args.eval)?,
+        load: args.opts.data_args.options(args.opts.eval)?,
         train,
-        checkpoint_every: args.checkpoint_every,
-        backend: Some(args.backend.unwrap_or_default().value_name()),
+        checkpoint_every: args.opts.checkpoint_every,
+        backend: Some(args.opts.backend.unwrap_or_default().value_name()),
     };
     let out = args.out.clone().expect("required by clap");
     Ok((out, cfg, Start::Fresh, fit))
@@ -251,35 +290,35 @@ fn new_run(args: &TrainArgs) -> Result<(PathBuf, RunConfig, Start, Option<SceneF
 /// The preset's configuration for `iters` steps with the flags given over it, and what is still
 /// to be chosen from the scene.
 fn train_config(args: &TrainArgs, iters: Option<u64>) -> Result<(TrainConfig, Option<SceneFit>)> {
-    let preset = args.preset.preset();
+    let preset = args.opts.preset.preset();
     let mut train = TrainConfig {
-        seed: args.seed,
-        sh_degree: args.sh_degree,
-        batch: args.batch,
+        seed: args.opts.seed,
+        sh_degree: args.opts.sh_degree,
+        batch: args.opts.batch,
         ..preset.config(iters)
     };
     let mut fit = preset.scene_fit();
-    args.strategy.apply(&mut train, &mut fit)?;
-    if let Some(levels) = &args.resolution_schedule {
+    args.opts.strategy.apply(&mut train, &mut fit)?;
+    if let Some(levels) = &args.opts.resolution_schedule {
         train.resolution_schedule = levels.0.clone();
         if let Some(f) = fit.as_mut() {
             f.resolution = false;
         }
     }
-    if let Some(on) = args.visible_adam {
+    if let Some(on) = args.opts.visible_adam {
         train.visible_adam = on;
     }
-    if let Some(a) = args.appearance {
+    if let Some(a) = args.opts.appearance {
         train.appearance = a.kind();
     }
-    train.pose_opt |= args.pose_opt;
-    if let Some(lr) = args.pose_opt_lr {
+    train.pose_opt |= args.opts.pose_opt;
+    if let Some(lr) = args.opts.pose_opt_lr {
         train.pose_opt_lr = lr;
     }
-    if let Some(step) = args.pose_opt_start {
+    if let Some(step) = args.opts.pose_opt_start {
         train.pose_opt_start = step;
     }
-    if let Some(n) = args.test_pose_steps {
+    if let Some(n) = args.opts.test_pose_steps {
         train.test_pose_steps = n;
     }
     Ok((train, fit))
@@ -305,7 +344,7 @@ fn plan_budget(
     let max_steps = cfg.train.iterations;
     // Timed as the run will train: in resident blocks on a GPU unless --gpu-per-stage.
     let resident = (backend.resident())
-        .filter(|_| !args.gpu_per_stage)
+        .filter(|_| !args.opts.gpu_per_stage)
         .map(|make| make(&ds.train));
     let data = TrainData::of(ds);
     let cal = budget::calibrate(&cfg.train, data, &ds.points, backend.make(), resident);
