@@ -6,7 +6,7 @@
 #
 # The files are committed: building splat never fetches anything, and the viewer never loads anything
 # from outside its own server. Run this only to change a version (then update the pins below, NOTES.md
-# and the README's list). Needs curl, tar, sha256sum, base64 and openssl (or sha512sum).
+# and docs/viewer.md). Needs curl, tar, sha256sum, base64 and openssl (or sha512sum).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=crates/viewer/assets/vendor

@@ -110,6 +110,7 @@ impl DataArgs {
                 },
             },
             poses: self.poses.clone(),
+            display: None,
         })
     }
 }

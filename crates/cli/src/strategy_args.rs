@@ -45,8 +45,8 @@ impl PresetArg {
 
 #[derive(Args, Clone, Debug)]
 pub struct StrategyArgs {
-    /// Densification strategy (see README.md for which trains better per Gaussian) [default: the
-    /// preset's: mcmc, or default with --preset original].
+    /// Densification strategy (docs/strategies.md says which trains better per Gaussian)
+    /// [default: the preset's: mcmc, or default with --preset original].
     #[arg(long, value_enum)]
     pub strategy: Option<StrategyArg>,
     /// Default strategy: stop densification from growing beyond this many Gaussians.

@@ -47,7 +47,7 @@ pub struct TrainArgs {
 pub struct TrainOptions {
     #[command(flatten)]
     pub data_args: DataArgs,
-    /// What to trade between time and quality (README.md, "Presets", has the measured times and
+    /// What to trade between time and quality (docs/presets.md has the measured times and
     /// PSNRs). fast: 2,000 steps; balanced: 5,000; quality: 15,000; all three with 3DGS-MCMC growing
     /// to a Gaussian budget chosen from the scene's views (reached by half the run), coarse-to-fine
     /// training (1/4 size for the first fifth, 1/2 for the second, full size after) and the schedule

@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use splat_io::dataset::display::{DisplayPhotos, DISPLAY_LONG_EDGE};
 use splat_viewer::{Server, SharedScene, ViewerOptions};
 
 use crate::dataset_args::{load_dataset, DataArgs};
-use crate::viewer_link::dataset_views;
+use crate::viewer_link::{dataset_views, photo_cache_dir};
 
 #[derive(Args)]
 pub struct ViewArgs {
@@ -18,6 +19,8 @@ pub struct ViewArgs {
     pub scene: PathBuf,
     /// Dataset whose cameras the page lists, with each ground-truth photo beside the render (from the
     /// refined poses when SCENE is the folder of a `--pose-opt` run, which holds them in images.txt).
+    /// The photos are shown at most 1,024 pixels on the long edge, made once and kept in
+    /// $SPLAT_CACHE_DIR/photos (default $XDG_CACHE_HOME/splat/photos or ~/.cache/splat/photos).
     #[arg(long)]
     pub data: Option<PathBuf>,
     #[command(flatten)]
@@ -49,6 +52,12 @@ pub fn view(args: ViewArgs) -> Result<()> {
                 );
                 options.poses = Some(refined);
             }
+            // The panel's photos at display size, made once and cached; no masks.
+            options.masks.ignore = true;
+            options.display = Some(DisplayPhotos {
+                long_edge: DISPLAY_LONG_EDGE,
+                cache_dir: photo_cache_dir(),
+            });
             let ds = load_dataset(data, &options)?;
             background = ds.background;
             dataset_views(&ds)?

@@ -17,7 +17,10 @@ use splat_viewer::{DatasetView, Server, SharedScene, TrainStatus, ViewerOptions}
 /// cores, see BENCHMARKS.md).
 const LIVE_VIEW_INTERVAL: Duration = Duration::from_secs(2);
 
-/// Dataset cameras with their photos as JPEG, and the mean "up" of the cameras.
+/// Dataset cameras with their photos as JPEG (at most [`DISPLAY_LONG_EDGE`] pixels on the long
+/// edge), and the mean "up" of the cameras.
+///
+/// [`DISPLAY_LONG_EDGE`]: splat_io::dataset::display::DISPLAY_LONG_EDGE
 pub fn dataset_views(ds: &splat_io::dataset::Dataset) -> Result<(Vec<DatasetView>, [f64; 3])> {
     views_of(ds, true)
 }
@@ -28,30 +31,46 @@ pub fn dataset_cameras(ds: &splat_io::dataset::Dataset) -> Result<(Vec<DatasetVi
 }
 
 fn views_of(ds: &splat_io::dataset::Dataset, photos: bool) -> Result<(Vec<DatasetView>, [f64; 3])> {
-    let mut views = Vec::new();
+    use rayon::prelude::*;
+    use splat_io::dataset::display::{encode_jpeg, shrink, DISPLAY_LONG_EDGE};
+    let all: Vec<_> = ds.all_views().collect();
+    let views = all
+        .par_iter()
+        .map(|v| {
+            let photo_jpeg = match (photos, &v.display_jpeg) {
+                (false, _) => Vec::new(),
+                (true, Some(jpeg)) => jpeg.clone(),
+                (true, None) => encode_jpeg(&shrink(&v.image, DISPLAY_LONG_EDGE))
+                    .with_context(|| format!("encoding the photo of {}", v.name))?,
+            };
+            Ok(DatasetView {
+                name: v.name.clone(),
+                camera: v.camera.clone(),
+                photo_jpeg,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
     let mut up = [0.0; 3];
-    for v in ds.all_views() {
-        let mut jpeg = Vec::new();
-        if photos {
-            image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90)
-                .encode(
-                    &v.image.data,
-                    v.image.width,
-                    v.image.height,
-                    image::ExtendedColorType::Rgb8,
-                )
-                .with_context(|| format!("encoding the photo of {}", v.name))?;
-        }
+    for v in &all {
         for (u, d) in up.iter_mut().zip(v.camera.rotation[1]) {
             *u -= d;
         }
-        views.push(DatasetView {
-            name: v.name.clone(),
-            camera: v.camera.clone(),
-            photo_jpeg: jpeg,
-        });
     }
     Ok((views, up))
+}
+
+/// Where `splat view --data` keeps its display-size photos: `$SPLAT_CACHE_DIR/photos`, else
+/// `$XDG_CACHE_HOME/splat/photos`, else `~/.cache/splat/photos`; `None` when none is set (the
+/// photos are then made at every start).
+pub fn photo_cache_dir() -> Option<std::path::PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let base = match (var("SPLAT_CACHE_DIR"), var("XDG_CACHE_HOME"), var("HOME")) {
+        (Some(dir), _, _) => std::path::PathBuf::from(dir),
+        (None, Some(xdg), _) => std::path::PathBuf::from(xdg).join("splat"),
+        (None, None, Some(home)) => std::path::PathBuf::from(home).join(".cache/splat"),
+        (None, None, None) => return None,
+    };
+    Some(base.join("photos"))
 }
 
 /// The viewer of `splat train --view`.

@@ -360,6 +360,7 @@ mod tests {
             camera,
             image,
             mask: None,
+            display_jpeg: None,
         }];
         let white = SceneFacts::of(&views, [1.0; 3], 5);
         assert_eq!((white.mean_pixels, white.mean_shown_pixels), (1200.0, 59.0));

@@ -35,6 +35,7 @@ pub fn downscale_view(view: &View, factor: u32) -> View {
         camera,
         image,
         mask,
+        display_jpeg: None,
     }
 }
 
@@ -90,6 +91,7 @@ mod tests {
                 data,
             },
             mask: None,
+            display_jpeg: None,
         }
     }
 

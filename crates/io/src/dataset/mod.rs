@@ -6,6 +6,7 @@
 pub mod colmap;
 pub mod demo;
 pub mod demo_variants;
+pub mod display;
 pub mod imageload;
 pub mod llff;
 pub mod masks;
@@ -133,6 +134,9 @@ pub struct LoadOptions {
     /// Camera poses from this COLMAP `images.txt` in place of the dataset's ([`poses`]).
     #[serde(default)]
     pub poses: Option<PathBuf>,
+    /// Photos at a display size, for the viewer ([`display`]); the cameras stay at the loaded size.
+    #[serde(skip)]
+    pub display: Option<display::DisplayPhotos>,
 }
 
 /// One posed image.
@@ -143,6 +147,8 @@ pub struct View {
     pub image: Rgb8Image,
     /// The pixels that count (none: all of them), at the image's size.
     pub mask: Option<Mask>,
+    /// With [`LoadOptions::display`]: the photo as the viewer sends it (a JPEG of `image`).
+    pub display_jpeg: Option<Vec<u8>>,
 }
 
 #[derive(Clone, Debug)]
@@ -308,12 +314,35 @@ pub(crate) fn load_views(
     warnings: &mut Vec<String>,
     notes: &mut Vec<String>,
 ) -> Result<Vec<View>, DatasetError> {
+    if let Some(display) = &opts.display {
+        return display::load_views(pending, opts, background, display, warnings, notes);
+    }
     check_memory(&pending, opts)?;
     attach_masks(&mut pending, opts, root, notes)?;
     let results: Vec<Result<View, DatasetError>> = pending
         .into_par_iter()
         .map(|p| load_view(p, opts, background))
         .collect();
+    let views = gather_views(results, opts, warnings)?;
+    let factor = opts.downscale.unwrap_or(1);
+    if factor > 1 {
+        notes.push(format!("images downscaled by {factor}"));
+    }
+    if opts.downscale.is_none() && views.iter().any(|v| v.image.width == MAX_DEFAULT_WIDTH) {
+        notes.push(format!(
+            "images wider than {MAX_DEFAULT_WIDTH} pixels were resized to {MAX_DEFAULT_WIDTH} wide (--downscale 1 keeps full resolution)"
+        ));
+    }
+    Ok(views)
+}
+
+/// The loaded views, or the first error when none loaded or one failed without
+/// `--skip-bad-images`; skipped ones are listed in a warning.
+pub(crate) fn gather_views(
+    results: impl IntoIterator<Item = Result<View, DatasetError>>,
+    opts: &LoadOptions,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<View>, DatasetError> {
     let mut views = Vec::new();
     let mut failed = Vec::new();
     for r in results {
@@ -343,15 +372,6 @@ pub(crate) fn load_views(
             failed.len(),
             list.join("; "),
             if failed.len() > 10 { "; ..." } else { "" }
-        ));
-    }
-    let factor = opts.downscale.unwrap_or(1);
-    if factor > 1 {
-        notes.push(format!("images downscaled by {factor}"));
-    }
-    if opts.downscale.is_none() && views.iter().any(|v| v.image.width == MAX_DEFAULT_WIDTH) {
-        notes.push(format!(
-            "images wider than {MAX_DEFAULT_WIDTH} pixels were resized to {MAX_DEFAULT_WIDTH} wide (--downscale 1 keeps full resolution)"
         ));
     }
     Ok(views)
@@ -457,24 +477,7 @@ fn load_view(
         _ => imageload::downscale(img, opts.downscale.unwrap_or(1)),
     };
     let img = resize(&raw);
-    let sx = img.width as f64 / p.ref_size.0;
-    let sy = img.height as f64 / p.ref_size.1;
-    if (sx - sy).abs() > 0.02 * sx.max(sy) {
-        return Err(DatasetError::invalid(
-            &p.path,
-            format!(
-                "image is {} x {} but its camera is {} x {} (a different aspect ratio)",
-                raw.width, raw.height, p.ref_size.0, p.ref_size.1
-            ),
-        ));
-    }
-    let k = imageload::Intrinsics {
-        fx: p.intrinsics.fx * sx,
-        fy: p.intrinsics.fy * sy,
-        cx: p.intrinsics.cx * sx,
-        cy: p.intrinsics.cy * sy,
-        distortion: p.intrinsics.distortion,
-    };
+    let (k, camera) = view_camera(&p, (raw.width, raw.height), (img.width, img.height))?;
     let distorted = !k.distortion.is_identity();
     let finish = |img: Rgb8Image| {
         if distorted {
@@ -498,24 +501,54 @@ fn load_view(
     };
     Ok(View {
         name: p.name,
-        camera: Camera {
-            projection: if fisheye {
-                splat_core::Projection::Equidistant
-            } else {
-                splat_core::Projection::Pinhole
-            },
-            width: image.width,
-            height: image.height,
-            fx: k.fx,
-            fy: k.fy,
-            cx: k.cx,
-            cy: k.cy,
-            rotation: p.rotation,
-            translation: p.translation,
-        },
+        camera,
         image,
         mask,
+        display_jpeg: None,
     })
+}
+
+/// The camera of a view whose image file is `raw` pixels and is loaded at `size`: the pose, and the
+/// intrinsics scaled from the dataset's reference size (an error for another aspect ratio).
+pub(crate) fn view_camera(
+    p: &PendingView,
+    raw: (u32, u32),
+    size: (u32, u32),
+) -> Result<(imageload::Intrinsics, Camera), DatasetError> {
+    let sx = size.0 as f64 / p.ref_size.0;
+    let sy = size.1 as f64 / p.ref_size.1;
+    if (sx - sy).abs() > 0.02 * sx.max(sy) {
+        return Err(DatasetError::invalid(
+            &p.path,
+            format!(
+                "image is {} x {} but its camera is {} x {} (a different aspect ratio)",
+                raw.0, raw.1, p.ref_size.0, p.ref_size.1
+            ),
+        ));
+    }
+    let k = imageload::Intrinsics {
+        fx: p.intrinsics.fx * sx,
+        fy: p.intrinsics.fy * sy,
+        cx: p.intrinsics.cx * sx,
+        cy: p.intrinsics.cy * sy,
+        distortion: p.intrinsics.distortion,
+    };
+    let camera = Camera {
+        projection: if k.distortion.is_fisheye() {
+            splat_core::Projection::Equidistant
+        } else {
+            splat_core::Projection::Pinhole
+        },
+        width: size.0,
+        height: size.1,
+        fx: k.fx,
+        fy: k.fy,
+        cx: k.cx,
+        cy: k.cy,
+        rotation: p.rotation,
+        translation: p.translation,
+    };
+    Ok((k, camera))
 }
 
 /// Every 8th view (sorted by name) is a test view when `eval`; otherwise all train.

@@ -395,6 +395,7 @@ mod tests {
                 },
                 camera,
                 mask: None,
+                display_jpeg: None,
             })
             .collect();
         Dataset {
