@@ -22,6 +22,7 @@ mod prepare_cmd;
 mod progress;
 mod render_cmd;
 mod scan_cmd;
+mod scan_eta;
 mod scene_files;
 mod scene_page;
 mod strategy_args;

@@ -24,7 +24,7 @@ pub struct PrepareArgs {
 /// through).
 #[derive(Args)]
 pub struct PrepareOptionsArgs {
-    /// Frames to take from a video over its whole length (about; default 150).
+    /// Frames to take from a video over its whole length (about; default 150; at least 10).
     #[arg(long, conflicts_with = "fps")]
     pub frames: Option<usize>,
     /// Frames per second to take from a video instead of a total.
@@ -47,6 +47,11 @@ pub struct PrepareOptionsArgs {
     /// detection in sequential matching; without one, loop pairs come from thumbnail similarity.
     #[arg(long)]
     pub vocab_tree: Option<PathBuf>,
+    /// Match SIFT descriptors with COLMAP's own CPU matcher (approximate nearest neighbours) instead
+    /// of splat's exact one: the same rule, 99.7% the same matches, 4x the time here. COLMAP
+    /// verifies the pairs either way.
+    #[arg(long)]
+    pub colmap_matching: bool,
     /// Least share of the photos that must be registered, else an error.
     #[arg(long, default_value_t = 0.5)]
     pub min_registered: f64,
@@ -95,8 +100,11 @@ impl PrepareOptionsArgs {
                 bail!("--fps must be in (0, 240], got {f}")
             }
             (_, Some(f)) => FrameRate::PerSecond(f),
-            (Some(n), None) if !(2..=100_000).contains(&n) => {
-                bail!("--frames must be between 2 and 100000, got {n}")
+            (Some(n), None) if !(splat_prepare::video::MIN_FRAMES..=100_000).contains(&n) => {
+                bail!(
+                    "--frames must be between {} and 100000, got {n}",
+                    splat_prepare::video::MIN_FRAMES
+                )
             }
             (Some(n), None) => FrameRate::Count(n),
             (None, None) => FrameRate::default(),
@@ -122,6 +130,7 @@ impl PrepareOptionsArgs {
             }),
             frames,
             vocab_tree: self.vocab_tree.clone(),
+            colmap_matching: self.colmap_matching,
             threads: self.threads,
             min_registered: self.min_registered,
             tools: ToolPaths {
@@ -139,6 +148,10 @@ struct StageProgress {
     stage: &'static str,
     started: Instant,
     terminal: bool,
+    /// When prepare began (for `splat scan`'s estimate of the time left, [`crate::scan_eta`]).
+    prepare_started: Instant,
+    /// The images folder, where the frames are once the features stage starts.
+    images: PathBuf,
 }
 
 impl StageProgress {
@@ -146,18 +159,26 @@ impl StageProgress {
         match e {
             Event::Start { stage, total } => {
                 self.finish_bar();
+                if stage == "features" {
+                    crate::scan_eta::images_ready(&self.images);
+                }
+                // As the stage before ended: this one's share is still to come.
+                let note = self.scan_note(0.0).map(|n| format!(" {n}"));
                 self.stage = stage;
                 self.started = Instant::now();
                 if self.terminal {
                     let b = ProgressBar::new(total);
                     b.set_style(
-                        ProgressStyle::with_template("{prefix:>12} {bar:30} {pos}/{len} {elapsed}")
-                            .expect("valid template"),
+                        ProgressStyle::with_template(
+                            "{prefix:>12} {bar:30} {pos}/{len} {elapsed} {msg}",
+                        )
+                        .expect("valid template"),
                     );
                     b.set_prefix(stage);
+                    b.set_message(note.unwrap_or_default());
                     self.bar = Some(b);
                 } else {
-                    eprintln!("{stage}: started");
+                    eprintln!("{stage}: started{}", note.unwrap_or_default());
                 }
             }
             Event::Total { total } => {
@@ -168,14 +189,22 @@ impl StageProgress {
             Event::Advance { done } => {
                 if let Some(b) = &self.bar {
                     b.set_position(done);
+                    let elapsed = self.started.elapsed().as_secs_f64();
+                    let left =
+                        crate::scan_eta::left_by_rate(done, b.length().unwrap_or(0), elapsed);
+                    if let Some(note) = left.and_then(|l| self.scan_note(l)) {
+                        b.set_message(note);
+                    }
                 }
             }
             Event::Done { summary } => {
                 self.finish_bar();
+                let note = self.scan_note(0.0).map(|n| format!(" {n}"));
                 eprintln!(
-                    "{}: {summary} ({:.1} s)",
+                    "{}: {summary} ({:.1} s){}",
                     self.stage,
-                    self.started.elapsed().as_secs_f64()
+                    self.started.elapsed().as_secs_f64(),
+                    note.unwrap_or_default()
                 );
             }
             Event::Note { message } => match &self.bar {
@@ -183,6 +212,12 @@ impl StageProgress {
                 None => eprintln!("note: {message}"),
             },
         }
+    }
+
+    /// `splat scan`'s time left, with `stage_left` seconds of this stage to go.
+    fn scan_note(&self, stage_left: f64) -> Option<String> {
+        let elapsed = self.prepare_started.elapsed().as_secs_f64();
+        crate::scan_eta::prepare_note(self.stage, elapsed, stage_left)
     }
 
     fn finish_bar(&mut self) {
@@ -227,6 +262,8 @@ pub fn run_prepare(input: &Path, out: &Path, opts: &PrepareOptions) -> Result<Su
         stage: "prepare",
         started: Instant::now(),
         terminal: std::io::stderr().is_terminal(),
+        prepare_started: Instant::now(),
+        images: out.join("images"),
     };
     let result = splat_prepare::prepare(input, out, opts, &mut |e| progress.event(e));
     progress.finish_bar();

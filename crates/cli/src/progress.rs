@@ -45,19 +45,23 @@ impl Progress {
         let a = if self.ema_loss == 0.0 { 1.0 } else { 0.05 };
         self.ema_loss += a * (s.loss - self.ema_loss);
         self.ema_psnr += a * (s.psnr - self.ema_psnr);
-        let msg = format!(
+        let el = self.started.elapsed().as_secs_f64();
+        let rate = (s.step - self.first) as f64 / el.max(1e-9);
+        let eta = (self.total - s.step) as f64 / rate.max(1e-9);
+        let mut msg = format!(
             "loss {:.4} psnr {:.2} gaussians {}",
             self.ema_loss, self.ema_psnr, s.num_gaussians
         );
+        // Within `splat scan`: the time left for the whole scan.
+        if let Some(note) = crate::scan_eta::note(eta) {
+            msg = format!("{msg} {note}");
+        }
         if let Some(b) = &self.bar {
             b.set_position(s.step);
             if s.step.is_multiple_of(10) {
                 b.set_message(msg);
             }
         } else if s.step.is_multiple_of(self.every) || s.step == self.total {
-            let el = self.started.elapsed().as_secs_f64();
-            let rate = (s.step - self.first) as f64 / el.max(1e-9);
-            let eta = (self.total - s.step) as f64 / rate.max(1e-9);
             eprintln!(
                 "step {}/{} {rate:.2} it/s ETA {eta:.0} s {msg}",
                 s.step, self.total

@@ -25,6 +25,7 @@ use splat_train::run;
 
 use crate::dataset_args::load_dataset;
 use crate::prepare_cmd::{run_prepare, PrepareOptionsArgs};
+use crate::scan_eta::{self, ScanStage};
 use crate::scene_page::{write_page, PageFrame};
 use crate::train_cmd::{run_training, TrainArgs, TrainOptions};
 
@@ -88,8 +89,11 @@ pub fn scan(args: ScanArgs) -> Result<()> {
 
     if record.prepare_seconds.is_none() {
         stage(1, "prepare", "posing the photos with COLMAP");
+        scan_eta::set_stage(Some(prepare_estimate(&args, &input, &prepare_opts)));
         let t = Instant::now();
-        let s = run_prepare(&input, &dataset, &prepare_opts)?;
+        let s = run_prepare(&input, &dataset, &prepare_opts);
+        scan_eta::set_stage(None);
+        let s = s?;
         eprintln!(
             "scan: {} of {} images registered, {} points",
             s.registered, s.images, s.points
@@ -103,7 +107,18 @@ pub fn scan(args: ScanArgs) -> Result<()> {
     let trained = if record.train_seconds.is_none() {
         let t = Instant::now();
         let train_args = train_args(&args, &dataset, &train_dir)?;
-        let trained = run_training(&train_args, Box::new(Local), false)?;
+        scan_eta::set_stage(Some(ScanStage {
+            index: 2,
+            name: "train",
+            later_seconds: scan_eta::PAGE_SECONDS,
+            prepare_seconds: 0.0,
+            train_steps: 0,
+            downscale: None,
+            train_budget: None,
+        }));
+        let trained = run_training(&train_args, Box::new(Local), false);
+        scan_eta::set_stage(None);
+        let trained = trained?;
         if trained.metrics.is_none() {
             println!(
                 "stopped; continue with: {} scan {} --out {}",
@@ -133,6 +148,50 @@ pub fn scan(args: ScanArgs) -> Result<()> {
         trained.serve_if_viewing();
     }
     Ok(())
+}
+
+/// The estimate shown while prepare runs: prepare by the images it will have, training by its steps
+/// (or its time budget) and the photos' size (720p for a video until its frames exist).
+fn prepare_estimate(
+    args: &ScanArgs,
+    input: &Path,
+    opts: &splat_prepare::PrepareOptions,
+) -> ScanStage {
+    let photos_dir = match input.join("images").is_dir() {
+        true => input.join("images"),
+        false => input.to_path_buf(),
+    };
+    let photos = match input.is_dir() {
+        true => splat_io::dataset::list_images(&photos_dir).unwrap_or_default(),
+        false => Vec::new(),
+    };
+    let images = match (photos.len(), opts.frames) {
+        (0, splat_prepare::FrameRate::Count(n)) => n,
+        (0, splat_prepare::FrameRate::PerSecond(f)) => (f * 20.0).round() as usize,
+        (n, _) => n,
+    };
+    let size = photos
+        .first()
+        .and_then(|n| image::image_dimensions(photos_dir.join(n)).ok())
+        .unwrap_or((1280, 720));
+    let downscale = args.train.data_args.downscale;
+    let steps = args
+        .train
+        .iters
+        .unwrap_or_else(|| args.train.preset.preset().iterations());
+    let train = match args.train.time_budget {
+        Some(budget) => budget,
+        None => scan_eta::train_model(steps, size.0, size.1, downscale),
+    };
+    ScanStage {
+        index: 1,
+        name: "prepare",
+        later_seconds: train + scan_eta::PAGE_SECONDS,
+        prepare_seconds: scan_eta::prepare_model(images),
+        train_steps: steps,
+        downscale,
+        train_budget: args.train.time_budget,
+    }
 }
 
 fn stage(n: usize, name: &str, what: &str) {

@@ -1,7 +1,8 @@
 //! `splat prepare` end to end with the real COLMAP and ffmpeg: the demo room photographed as 40
 //! textured JPEGs without poses -> prepare -> train -> test PSNR, the poses checked against the ones
 //! the photos were taken with; the same frames as an MP4 -> prepare (twice into one folder, whose
-//! name has spaces and quotes) -> train; and every error a user can meet.
+//! name has spaces and quotes: with COLMAP's own descriptor matching, then with splat's) -> train;
+//! and every error a user can meet.
 //!
 //! COLMAP and ffmpeg come from Debian (`apt-get install colmap ffmpeg`); `.ci/run` installs them and
 //! sets `SPLAT_REQUIRE_COLMAP=1`, which turns their absence into a failure instead of a skip. The
@@ -123,12 +124,18 @@ fn check_layout(data: &Path, count: usize, size: (u32, u32)) {
 
 /// Runs `splat prepare INPUT --out DATA`, which must succeed and say each of `expect`.
 fn prepare_ok(input: &Path, data: &Path, expect: &[&str]) {
-    let o = splat(&[
+    prepare_ok_with(input, data, &[], expect)
+}
+
+fn prepare_ok_with(input: &Path, data: &Path, extra: &[&str], expect: &[&str]) {
+    let mut args = vec![
         "prepare",
         input.to_str().unwrap(),
         "--out",
         data.to_str().unwrap(),
-    ]);
+    ];
+    args.extend(extra);
+    let o = splat(&args);
     let said = text(&o);
     assert!(o.status.success(), "prepare failed: {said}");
     for part in expect {
@@ -287,9 +294,9 @@ fn a_video_to_a_trained_scene_twice_in_one_folder() {
         "loop pairs",
         "of 32 images registered",
     ];
-    for _run in 0..2 {
-        prepare_ok(&video, &data, &expect);
-    }
+    // COLMAP's own matching first (the run over it is splat's, whose poses are checked below).
+    prepare_ok_with(&video, &data, &["--colmap-matching"], &expect);
+    prepare_ok(&video, &data, &expect);
     check_layout(&data, 32, (opts.width, opts.height));
     let want = Expected {
         label: "video",

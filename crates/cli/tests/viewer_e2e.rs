@@ -113,6 +113,8 @@ fn start_viewer(args: &[&str], dir: &Path) -> Running {
         .args(args)
         .args(["--port", "0"])
         .current_dir(dir)
+        // Display-size photos are cached in the test's folder, not the user's.
+        .env("SPLAT_CACHE_DIR", dir.join("cache"))
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()

@@ -71,6 +71,42 @@ pub struct ColmapSettings {
     pub threads: i64,
     /// Masks (`NAME.png` per image, black = no features there), COLMAP's `ImageReader.mask_path`.
     pub mask_path: Option<PathBuf>,
+    /// The images are a video's frames: extract and map with [`VIDEO_EXTRACTION`] and
+    /// [`VIDEO_MAPPER`].
+    pub video_frames: bool,
+    /// Match descriptors with COLMAP's own matcher instead of [`crate::matcher`] (for comparisons;
+    /// COLMAP verifies the pairs either way).
+    pub colmap_matching: bool,
+}
+
+/// SIFT options for video frames: COLMAP's automatic reconstructor at `--quality medium` (its
+/// `ModifyForMediumQuality`): at most 1,600 pixels on the long side and 4,096 features per frame.
+/// Matching takes time in proportion to the features (0.67x the features took 0.67x the time,
+/// NOTES.md), and neighbouring frames share most of their view, so fewer features suffice.
+pub const VIDEO_EXTRACTION: [(&str, &str); 2] = [
+    ("SiftExtraction.max_image_size", "1600"),
+    ("SiftExtraction.max_num_features", "4096"),
+];
+
+/// Mapper options for video frames: COLMAP's automatic reconstructor for video data at medium
+/// quality (`ModifyForVideoData` then `ModifyForMediumQuality`): a wider initial triangulation
+/// angle (neighbouring frames have short baselines), global bundle adjustment only after the
+/// model grew by 54% (not 10%), and fewer adjustment iterations. Mapping 21 -> 13 s and 37 -> 13 s on
+/// the two videos here at the same registration and reprojection error (NOTES.md).
+pub const VIDEO_MAPPER: [(&str, &str); 6] = [
+    ("Mapper.init_min_tri_angle", "8"),
+    ("Mapper.ba_global_images_ratio", "1.54"),
+    ("Mapper.ba_global_points_ratio", "1.54"),
+    ("Mapper.ba_local_max_num_iterations", "16"),
+    ("Mapper.ba_global_max_num_iterations", "33"),
+    ("Mapper.ba_global_max_refinements", "2"),
+];
+
+fn video_options(on: bool, table: &[(&str, &str)]) -> Vec<[String; 2]> {
+    match on {
+        true => table.iter().map(|(k, v)| arg(k, v)).collect(),
+        false => Vec::new(),
+    }
 }
 
 fn arg(name: &str, value: impl std::fmt::Display) -> [String; 2] {
@@ -116,6 +152,7 @@ pub fn extract_features(
     if let Some(m) = &settings.mask_path {
         options.push(arg("ImageReader.mask_path", path_str(m)));
     }
+    options.extend(video_options(settings.video_frames, &VIDEO_EXTRACTION));
     let args = command("feature_extractor", &options);
     let mut features = Vec::new();
     run(colmap, &args, log, &mut |line| {
@@ -160,6 +197,17 @@ pub fn match_features(
         arg("SiftMatching.use_gpu", 0),
         arg("SiftMatching.num_threads", settings.threads),
     ];
+    // COLMAP's own loop detection (a vocabulary tree) needs its own sequential matcher.
+    let colmap_loops = matcher == Matcher::Sequential && settings.vocab_tree.is_some();
+    if !(settings.colmap_matching || colmap_loops) {
+        let ours = OursToVerify {
+            colmap,
+            common: &common,
+            db,
+            work,
+        };
+        return ours.run(images, names, matcher, log, events);
+    }
     let mut tried;
     match matcher {
         Matcher::Exhaustive => {
@@ -216,10 +264,91 @@ pub fn match_features(
     Ok(tried)
 }
 
+/// Our matcher ([`crate::matcher`]) on the pairs COLMAP's would try, then COLMAP's verification of
+/// them (`matches_importer --match_type raw`).
+struct OursToVerify<'a> {
+    colmap: &'a Tool,
+    common: &'a [[String; 2]],
+    db: &'a Path,
+    work: &'a Path,
+}
+
+impl OursToVerify<'_> {
+    fn run(
+        &self,
+        images: &Path,
+        names: &[String],
+        matcher: Matcher,
+        log: &mut Log,
+        events: &mut dyn FnMut(Event),
+    ) -> Result<u64, PrepareError> {
+        let n = names.len();
+        let (mut pairs, loops) = match matcher {
+            Matcher::Exhaustive => {
+                let all = (0..n).flat_map(|i| (i + 1..n).map(move |j| (i, j)));
+                (all.collect::<Vec<_>>(), Vec::new())
+            }
+            Matcher::Sequential => (sequential_pair_list(n), proposed_loop_pairs(images, names)?),
+        };
+        let known: std::collections::HashSet<(usize, usize)> = pairs.iter().copied().collect();
+        pairs.extend(loops.iter().filter(|p| !known.contains(p)));
+        events(Event::Start {
+            stage: "matching",
+            total: pairs.len() as u64,
+        });
+        let database = crate::matcher::read_database(self.db)?;
+        let named: Vec<(String, String)> = pairs
+            .iter()
+            .map(|&(i, j)| (names[i].clone(), names[j].clone()))
+            .collect();
+        let list = self.work.join("raw_matches.txt");
+        let options = crate::matcher::MatchOptions::default();
+        let mut advance = |done: usize| events(Event::Advance { done: done as u64 });
+        crate::matcher::match_pairs_to_file(&database, &named, &options, &list, &mut advance)?;
+        log.line(&format!(
+            "{} pairs matched by splat ({} loop pairs by thumbnail similarity), verified by COLMAP: {}",
+            pairs.len(),
+            loops.len(),
+            list.display()
+        ))?;
+        let mut args = command("matches_importer", self.common);
+        args.extend(arg("match_list_path", path_str(&list)));
+        args.extend(arg("match_type", "raw"));
+        run(self.colmap, &args, log, &mut |_| {})?;
+        if !loops.is_empty() {
+            events(Event::Note {
+                message: format!(
+                    "{} loop pairs proposed by thumbnail similarity (no vocabulary tree given)",
+                    loops.len()
+                ),
+            });
+        }
+        Ok(pairs.len() as u64)
+    }
+}
+
+/// Loop pairs (indices into `names`) proposed by thumbnail similarity.
+fn proposed_loop_pairs(
+    images: &Path,
+    names: &[String],
+) -> Result<Vec<(usize, usize)>, PrepareError> {
+    use rayon::prelude::*;
+    let thumbs = names
+        .par_iter()
+        .map(|n| crate::loops::thumbnail(&images.join(n)))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(crate::loops::loop_pairs(&thumbs, SEQUENTIAL_OVERLAP))
+}
+
 /// Pairs COLMAP's sequential matcher tries: each frame with the next `SEQUENTIAL_OVERLAP` and with
 /// the frames 2^k further (quadratic overlap), `k` from 0 up to the overlap.
 pub fn sequential_pairs(n: usize) -> u64 {
-    let mut pairs = std::collections::HashSet::new();
+    sequential_pair_list(n).len() as u64
+}
+
+/// [`sequential_pairs`]' pairs, in order.
+pub fn sequential_pair_list(n: usize) -> Vec<(usize, usize)> {
+    let mut pairs = std::collections::BTreeSet::new();
     for i in 0..n {
         for k in 1..=SEQUENTIAL_OVERLAP {
             if i + k < n {
@@ -231,7 +360,7 @@ pub fn sequential_pairs(n: usize) -> u64 {
             }
         }
     }
-    pairs.len() as u64
+    pairs.into_iter().collect()
 }
 
 /// Proposes loop pairs by thumbnail similarity and has COLMAP match and verify them.
@@ -244,12 +373,7 @@ fn match_loop_pairs(
     log: &mut Log,
     events: &mut dyn FnMut(Event),
 ) -> Result<u64, PrepareError> {
-    use rayon::prelude::*;
-    let thumbs = names
-        .par_iter()
-        .map(|n| crate::loops::thumbnail(&images.join(n)))
-        .collect::<Result<Vec<_>, _>>()?;
-    let pairs = crate::loops::loop_pairs(&thumbs, SEQUENTIAL_OVERLAP);
+    let pairs = proposed_loop_pairs(images, names)?;
     if pairs.is_empty() {
         return Ok(0);
     }
@@ -303,15 +427,14 @@ pub fn map(
         stage: "mapping",
         total: count as u64,
     });
-    let args = command(
-        "mapper",
-        &[
-            arg("database_path", path_str(db)),
-            arg("image_path", path_str(images)),
-            arg("output_path", path_str(out)),
-            arg("Mapper.num_threads", settings.threads),
-        ],
-    );
+    let mut options = vec![
+        arg("database_path", path_str(db)),
+        arg("image_path", path_str(images)),
+        arg("output_path", path_str(out)),
+        arg("Mapper.num_threads", settings.threads),
+    ];
+    options.extend(video_options(settings.video_frames, &VIDEO_MAPPER));
+    let args = command("mapper", &options);
     let mut stats = MapperStats::default();
     run(colmap, &args, log, &mut |line| {
         let line = line.trim();

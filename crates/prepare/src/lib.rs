@@ -21,6 +21,7 @@ pub mod align;
 pub mod colmap;
 pub mod loops;
 pub mod masks;
+pub mod matcher;
 pub mod pyramid;
 pub mod sharpness;
 pub mod tools;
@@ -38,6 +39,15 @@ use tools::{Log, Tool};
 
 /// Photo sets up to this size are matched exhaustively by default.
 pub const EXHAUSTIVE_MAX: usize = 150;
+
+/// What usually helps when too few photos register.
+const PHOTO_ADVICE: &str = "more overlap between photos (every part of the scene in three or more, \
+     taken from nearby positions), sharper photos, textured rather than plain or shiny surfaces, and \
+     for photos in capture order --matcher exhaustive";
+/// What usually helps when too few frames of a video register.
+const VIDEO_ADVICE: &str = "move around the subject while filming (a camera that stands still or \
+     only turns on the spot sees no depth), slowly enough for sharp frames, over textured rather \
+     than plain or shiny surfaces";
 
 /// What can go wrong, each naming the file, the program or the count involved.
 #[derive(Debug, thiserror::Error)]
@@ -72,16 +82,17 @@ pub enum PrepareError {
     #[error("{}: {message}", path.display())]
     BadInput { path: PathBuf, message: String },
     #[error(
-        "only {registered} of {total} images were registered (at least {needed} are needed). What \
-         usually helps: more overlap between photos (every part of the scene in three or more, taken \
-         from nearby positions), sharper photos, textured rather than plain or shiny surfaces, and for \
-         photos in capture order --matcher exhaustive. COLMAP's output is in {}",
+        "only {registered} of {total} {what} were registered (at least {needed} are needed). What \
+         usually helps: {advice}. COLMAP's output is in {}",
         log.display()
     )]
     TooFewRegistered {
         registered: usize,
         total: usize,
         needed: usize,
+        /// "images" or "frames".
+        what: &'static str,
+        advice: &'static str,
         log: PathBuf,
     },
     #[error(
@@ -92,7 +103,16 @@ pub enum PrepareError {
 }
 
 impl PrepareError {
+    /// An I/O error at `path`; a full disk (or a file-size limit) says so and what to do.
     pub fn io(path: &Path, source: std::io::Error) -> Self {
+        use std::io::ErrorKind::{FileTooLarge, StorageFull};
+        let source = match source.kind() {
+            StorageFull | FileTooLarge => std::io::Error::new(
+                source.kind(),
+                format!("{source}: the disk is full (or a file-size limit was reached); free some space and run again"),
+            ),
+            _ => source,
+        };
         PrepareError::Io {
             path: path.to_path_buf(),
             source,
@@ -140,6 +160,8 @@ pub struct PrepareOptions {
     pub matcher: Option<Matcher>,
     pub frames: FrameRate,
     pub vocab_tree: Option<PathBuf>,
+    /// COLMAP's own descriptor matching instead of [`matcher`]'s (the same matches, slower).
+    pub colmap_matching: bool,
     /// Threads for COLMAP (`None`: all).
     pub threads: Option<usize>,
     /// Least share of the images that must be registered.
@@ -155,6 +177,7 @@ impl Default for PrepareOptions {
             matcher: None,
             frames: FrameRate::default(),
             vocab_tree: None,
+            colmap_matching: false,
             threads: None,
             min_registered: 0.5,
             tools: ToolPaths::default(),
@@ -321,6 +344,8 @@ pub fn prepare(
         vocab_tree: opts.vocab_tree.clone(),
         threads: opts.threads.map_or(-1, |t| t as i64),
         mask_path,
+        video_frames: is_video,
+        colmap_matching: opts.colmap_matching,
     };
     let matcher = opts
         .matcher
@@ -334,7 +359,7 @@ pub fn prepare(
         .pairs_loaded
         .map(|n| n - mapper.pairs_ignored.unwrap_or(0).min(n));
     let (registered, stats) =
-        run.install_largest_model(&names, opts.min_registered, verified, out)?;
+        run.install_largest_model(&names, opts.min_registered, verified, out, is_video)?;
     let t = Instant::now();
     (run.events)(Event::Start {
         stage: "images_2/4/8",
@@ -476,6 +501,7 @@ impl Stages<'_> {
         min_registered: f64,
         verified: Option<u64>,
         out: &Path,
+        video: bool,
     ) -> Result<(usize, colmap::ModelStats), PrepareError> {
         let needed = ((min_registered * names.len() as f64).ceil() as usize)
             .max(3)
@@ -483,10 +509,16 @@ impl Stages<'_> {
         let best = colmap::largest_model(&self.work.join("sparse"));
         let registered = best.as_ref().map_or(0, |b| b.1);
         let Some((model, _)) = best.filter(|_| registered >= needed) else {
+            let (what, advice) = match video {
+                true => ("frames", VIDEO_ADVICE),
+                false => ("images", PHOTO_ADVICE),
+            };
             return Err(PrepareError::TooFewRegistered {
                 registered,
                 total: names.len(),
                 needed,
+                what,
+                advice,
                 log: self.log.path().to_path_buf(),
             });
         };
@@ -511,7 +543,8 @@ fn copy_photos(from: &Path, to: &Path, names: &[String]) -> Result<(), PrepareEr
     std::fs::create_dir_all(to).map_err(|e| PrepareError::io(to, e))?;
     for name in names {
         let (src, dst) = (from.join(name), to.join(name));
-        std::fs::copy(&src, &dst).map_err(|e| PrepareError::io(&src, e))?;
+        // Reading the photo rarely fails (it was listed); the write is what a full disk stops.
+        std::fs::copy(&src, &dst).map_err(|e| PrepareError::io(&dst, e))?;
     }
     Ok(())
 }

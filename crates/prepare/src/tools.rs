@@ -190,11 +190,26 @@ pub fn run<S: AsRef<OsStr>>(
                 if last.is_empty() {
                     String::new()
                 } else {
-                    format!("; it said: {}", last.join(" | "))
+                    format!("; it said: {}{}", last.join(" | "), disk_hint(&last))
                 }
             ),
             log: log.path().to_path_buf(),
         })
+    }
+}
+
+/// A hint when a program's last words look like a full disk (COLMAP's SQLite errors are what a
+/// full disk gives it).
+fn disk_hint(last: &[String]) -> &'static str {
+    let full = [
+        "No space left",
+        "File too large",
+        "SQLite error",
+        "disk I/O error",
+    ];
+    match last.iter().any(|l| full.iter().any(|f| l.contains(f))) {
+        true => " (is the disk full? free some space and run again)",
+        false => "",
     }
 }
 

@@ -102,6 +102,10 @@ pub struct Frames {
     pub duration: f64,
 }
 
+/// Fewer frames than this from a video is refused before COLMAP runs (the blur filter keeps 4 of
+/// each 5, and registering half of 8 frames says little about a scene).
+pub const MIN_FRAMES: usize = 10;
+
 /// Extracts frames of `video` into `work` (as `frame_00001.jpg`, ...) and moves the kept ones to
 /// `images`; the dropped ones are deleted.
 pub fn extract(
@@ -171,6 +175,16 @@ pub fn extract(
         return Err(PrepareError::UnreadableVideo {
             path: video.to_path_buf(),
             why: "ffmpeg wrote no frames".into(),
+        });
+    }
+    if frames.len() < MIN_FRAMES {
+        return Err(PrepareError::BadInput {
+            path: video.to_path_buf(),
+            message: format!(
+                "{duration:.1} s of video gave only {} frames, and a capture needs at least \
+                 {MIN_FRAMES}: film 10-30 s while moving around the subject",
+                frames.len()
+            ),
         });
     }
     let sharpness: Vec<f64> = frames

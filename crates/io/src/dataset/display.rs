@@ -152,15 +152,7 @@ pub fn shrink(img: &Rgb8Image, long_edge: u32) -> Rgb8Image {
     }
     let scale = |v: u32| (v as u64 * long_edge as u64 / long as u64).max(1) as u32;
     let (width, height) = (scale(img.width), scale(img.height));
-    let buf: image::RgbImage =
-        image::ImageBuffer::from_raw(img.width, img.height, img.data.clone())
-            .expect("consistent size");
-    let out = image::imageops::resize(&buf, width, height, image::imageops::FilterType::Triangle);
-    Rgb8Image {
-        width,
-        height,
-        data: out.into_raw(),
-    }
+    imageload::resize(img, width, height, image::imageops::FilterType::Triangle)
 }
 
 /// JPEG at quality 90 (what the viewer sends).

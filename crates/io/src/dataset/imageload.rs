@@ -204,10 +204,20 @@ pub fn fisheye_validity(width: u32, height: u32, k: &Intrinsics) -> Vec<u8> {
 /// Resizes to `width` (height keeps the aspect ratio, rounded down) with a Catmull-Rom filter.
 pub fn resize_to_width(img: &Rgb8Image, width: u32) -> Rgb8Image {
     let height = ((img.height as u64 * width as u64) / img.width as u64).max(1) as u32;
+    resize(img, width, height, image::imageops::FilterType::CatmullRom)
+}
+
+/// Resizes to `width x height` with `filter`.
+pub fn resize(
+    img: &Rgb8Image,
+    width: u32,
+    height: u32,
+    filter: image::imageops::FilterType,
+) -> Rgb8Image {
     let buf: image::RgbImage =
         image::ImageBuffer::from_raw(img.width, img.height, img.data.clone())
             .expect("consistent size");
-    let out = image::imageops::resize(&buf, width, height, image::imageops::FilterType::CatmullRom);
+    let out = image::imageops::resize(&buf, width, height, filter);
     Rgb8Image {
         width,
         height,
