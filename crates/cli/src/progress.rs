@@ -1,6 +1,7 @@
 //! Training progress on stderr: a bar on a terminal, a plain line every ~2% otherwise, and a line for
 //! each densification or MCMC refine on a multiple of 1,000 steps. An [`Observer`] of the run.
 
+use std::collections::VecDeque;
 use std::io::IsTerminal;
 use std::time::Instant;
 
@@ -17,7 +18,13 @@ pub struct Progress {
     first: u64,
     ema_loss: f64,
     ema_psnr: f64,
+    /// (step, seconds) every `every` steps: the rate over the last [`RATE_WINDOW`] of them times
+    /// the ETA, since coarse to fine and growth make later steps slower than the mean so far.
+    samples: VecDeque<(u64, f64)>,
 }
+
+/// Samples (of ~2% of the run each) the ETA's rate is taken over.
+const RATE_WINDOW: usize = 5;
 
 impl Progress {
     pub fn new(first: u64, total: u64) -> Self {
@@ -38,6 +45,7 @@ impl Progress {
             first,
             ema_loss: 0.0,
             ema_psnr: 0.0,
+            samples: VecDeque::new(),
         }
     }
 
@@ -47,7 +55,17 @@ impl Progress {
         self.ema_psnr += a * (s.psnr - self.ema_psnr);
         let el = self.started.elapsed().as_secs_f64();
         let rate = (s.step - self.first) as f64 / el.max(1e-9);
-        let eta = (self.total - s.step) as f64 / rate.max(1e-9);
+        if s.step.is_multiple_of(self.every) {
+            self.samples.push_back((s.step, el));
+            if self.samples.len() > RATE_WINDOW {
+                self.samples.pop_front();
+            }
+        }
+        let recent = match self.samples.front() {
+            Some(&(step, t)) if s.step > step && el > t => (s.step - step) as f64 / (el - t),
+            _ => rate,
+        };
+        let eta = (self.total - s.step) as f64 / recent.max(1e-9);
         let mut msg = format!(
             "loss {:.4} psnr {:.2} gaussians {}",
             self.ema_loss, self.ema_psnr, s.num_gaussians

@@ -287,11 +287,7 @@ fn train_args(args: &ScanArgs, dataset: &Path, train_dir: &Path) -> Result<Train
         std::fs::remove_dir_all(train_dir)
             .with_context(|| format!("cannot remove {}", train_dir.display()))?;
     }
-    stage(
-        2,
-        "train",
-        "training the scene (its bar shows the time it has left)",
-    );
+    stage(2, "train", "training the scene");
     Ok(TrainArgs {
         data: Some(dataset.to_path_buf()),
         out: Some(train_dir.to_path_buf()),

@@ -1,7 +1,9 @@
 //! `splat scan` end to end with the real COLMAP and ffmpeg: the demo room's photos as an MP4 ->
 //! scan, cut off in training by `--stop-after` -> scan again, which keeps the prepared dataset and
-//! resumes from the checkpoint -> `DIR/scene.html`; then a finished folder and a folder of someone
-//! else's files are refused. (The page itself is checked in a browser by `viewer_e2e.rs`.)
+//! resumes from the checkpoint -> `DIR/scene.html`; a finished folder is refused; then the same
+//! scan as if cut off at every other stage boundary (before the page, before training, in prepare)
+//! continues with only what had not finished. A folder of someone else's files is refused. (The
+//! page itself is checked in a browser by `viewer_e2e.rs`.)
 //!
 //! Like `prepare_e2e.rs`, it needs colmap and ffmpeg (`SPLAT_REQUIRE_COLMAP=1` makes their absence a
 //! failure); the refusal of a foreign folder always runs.
@@ -143,6 +145,75 @@ fn a_video_to_a_page_cut_off_and_continued() {
         out.join("scene.html").is_file(),
         "the refusal removed the page"
     );
+    every_other_boundary(&out, &whole);
+}
+
+/// The scan of `out` as if cut off at each other stage boundary (its record and files as they are
+/// then), continued by `whole`: only what had not finished runs again.
+fn every_other_boundary(out: &Path, whole: &[&str]) {
+    let record = out.join("scan.json");
+    let forget = |stages: &[&str]| {
+        let mut r: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+        for s in stages {
+            r[format!("{s}_seconds")] = serde_json::Value::Null;
+        }
+        std::fs::write(&record, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+    };
+    let (log, metrics, page) = (
+        out.join("dataset/prepare.log"),
+        out.join("train/metrics.json"),
+        out.join("scene.html"),
+    );
+    // Trained, no page yet: the page alone.
+    forget(&["page"]);
+    std::fs::remove_file(&page).unwrap();
+    let (prepared_at, trained_at) = (modified(&log), modified(&metrics));
+    let t = scan_ok(whole, &["[2/3] train finished before", "scan finished"]);
+    assert!(
+        !t.contains("[2/3] train: "),
+        "training ran again:
+{t}"
+    );
+    assert_eq!(modified(&metrics), trained_at, "the run was rewritten");
+    assert_eq!(modified(&log), prepared_at, "the dataset was rewritten");
+    assert!(page.is_file());
+    // Prepared, training not begun (no checkpoint): training from the start, not prepare.
+    forget(&["train", "page"]);
+    std::fs::remove_dir_all(out.join("train")).unwrap();
+    std::fs::remove_file(&page).unwrap();
+    let t = scan_ok(
+        whole,
+        &[
+            "[1/3] prepare finished before",
+            "training the scene",
+            "scan finished",
+        ],
+    );
+    assert!(
+        !t.contains("resuming"),
+        "resumed from nothing:
+{t}"
+    );
+    assert_eq!(modified(&log), prepared_at, "the dataset was rewritten");
+    // Cut off in prepare: prepare starts over, then the rest.
+    forget(&["prepare", "train", "page"]);
+    std::fs::remove_dir_all(out.join("train")).unwrap();
+    std::fs::remove_file(&page).unwrap();
+    let t = scan_ok(
+        whole,
+        &[
+            "[1/3] prepare: ",
+            "of 32 images registered",
+            "scan finished",
+        ],
+    );
+    assert!(
+        modified(&log) > prepared_at,
+        "prepare did not run again:
+{t}"
+    );
+    assert!(page.is_file());
 }
 
 #[test]
