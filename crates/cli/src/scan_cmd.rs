@@ -165,6 +165,8 @@ fn prepare_estimate(
         true => splat_io::dataset::list_images(&photos_dir).unwrap_or_default(),
         false => Vec::new(),
     };
+    // A video's frames as asked for (with --fps, of a 20 s video): the projection from prepare's own
+    // stages replaces the guess once its features are done.
     let images = match (photos.len(), opts.frames) {
         (0, splat_prepare::FrameRate::Count(n)) => n,
         (0, splat_prepare::FrameRate::PerSecond(f)) => (f * 20.0).round() as usize,

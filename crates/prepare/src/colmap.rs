@@ -81,8 +81,9 @@ pub struct ColmapSettings {
 
 /// SIFT options for video frames: COLMAP's automatic reconstructor at `--quality medium` (its
 /// `ModifyForMediumQuality`): at most 1,600 pixels on the long side and 4,096 features per frame.
-/// Matching takes time in proportion to the features (0.67x the features took 0.67x the time,
-/// NOTES.md), and neighbouring frames share most of their view, so fewer features suffice.
+/// Matching a pair takes time in proportion to the product of the two frames' features (splat's
+/// brute-force search, [`crate::matcher`]), and neighbouring frames share most of their view, so
+/// fewer features suffice.
 pub const VIDEO_EXTRACTION: [(&str, &str); 2] = [
     ("SiftExtraction.max_image_size", "1600"),
     ("SiftExtraction.max_num_features", "4096"),
