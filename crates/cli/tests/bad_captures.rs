@@ -56,8 +56,15 @@ fn fails_with(o: &Output, expect: &[&str]) -> String {
     said
 }
 
-fn run(args: &[&str]) -> Output {
-    Command::new(bin()).args(args).output().expect("runs splat")
+/// `splat COMMAND INPUT --out OUT`.
+fn splat_into(command: &str, input: &Path, out: &Path) -> Output {
+    Command::new(bin())
+        .arg(command)
+        .arg(input)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .expect("runs splat")
 }
 
 fn photos(dir: &Path, views: usize, width: u32, height: u32) -> PathBuf {
@@ -104,12 +111,7 @@ fn a_video_too_short_or_standing_still_says_to_move_around_the_subject() {
     let dir = tempfile::tempdir().unwrap();
     let short = still_video(dir.path(), "0.5");
     let out = dir.path().join("short");
-    let o = run(&[
-        "prepare",
-        short.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = splat_into("prepare", &short, &out);
     fails_with(
         &o,
         &["0.5 s of video gave only", "moving around the subject"],
@@ -118,23 +120,13 @@ fn a_video_too_short_or_standing_still_says_to_move_around_the_subject() {
 
     let still = still_video(dir.path(), "2");
     let out = dir.path().join("still");
-    let o = run(&[
-        "prepare",
-        still.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = splat_into("prepare", &still, &out);
     fails_with(&o, &["frames were registered", "move around the subject"]);
     not_finished(&out);
 
     // Through scan: the same line, and the record says prepare did not finish.
     let scan = dir.path().join("scan");
-    let o = run(&[
-        "scan",
-        still.to_str().unwrap(),
-        "--out",
-        scan.to_str().unwrap(),
-    ]);
+    let o = splat_into("scan", &still, &scan);
     fails_with(&o, &["move around the subject"]);
     not_finished(&scan.join("dataset"));
     assert!(!scan.join("scene.html").exists());
@@ -151,12 +143,7 @@ fn an_unreadable_photo_among_good_ones_is_named() {
     let input = photos(&dir.path().join("photos"), 4, 64, 48);
     std::fs::write(input.join("broken.jpg"), b"\xff\xd8 not really a JPEG").unwrap();
     let out = dir.path().join("out");
-    let o = run(&[
-        "prepare",
-        input.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = splat_into("prepare", &input, &out);
     fails_with(&o, &["broken.jpg", "not an image splat can read"]);
     not_finished(&out);
 }
@@ -176,12 +163,7 @@ fn photos_of_mixed_sizes_get_a_camera_each_with_a_note() {
     )
     .unwrap();
     let out = dir.path().join("out");
-    let o = run(&[
-        "prepare",
-        input.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = splat_into("prepare", &input, &out);
     // Four tiny photos may or may not register; the note comes before COLMAP runs either way.
     let said = text(&o);
     assert!(
