@@ -25,7 +25,7 @@ use splat_train::run;
 
 use crate::dataset_args::load_dataset;
 use crate::prepare_cmd::{run_prepare, PrepareOptionsArgs};
-use crate::scan_eta::{self, ScanStage};
+use crate::scan_eta::{self, PrepareGuess, ScanStage};
 use crate::scene_page::{write_page, PageFrame};
 use crate::train_cmd::{run_training, TrainArgs, TrainOptions};
 
@@ -111,10 +111,7 @@ pub fn scan(args: ScanArgs) -> Result<()> {
             index: 2,
             name: "train",
             later_seconds: scan_eta::PAGE_SECONDS,
-            prepare_seconds: 0.0,
-            train_steps: 0,
-            downscale: None,
-            train_budget: None,
+            prepare: None,
         }));
         let trained = run_training(&train_args, Box::new(Local), false);
         scan_eta::set_stage(None);
@@ -189,10 +186,12 @@ fn prepare_estimate(
         index: 1,
         name: "prepare",
         later_seconds: train + scan_eta::PAGE_SECONDS,
-        prepare_seconds: scan_eta::prepare_model(images),
-        train_steps: steps,
-        downscale,
-        train_budget: args.train.time_budget,
+        prepare: Some(PrepareGuess {
+            seconds: scan_eta::prepare_model(images),
+            train_steps: steps,
+            downscale,
+            train_budget: args.train.time_budget,
+        }),
     }
 }
 

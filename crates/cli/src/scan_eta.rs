@@ -40,12 +40,19 @@ pub struct ScanStage {
     pub name: &'static str,
     /// Seconds of the scan's stages after this one (for prepare: training and the page).
     pub later_seconds: f64,
-    /// prepare only: the model's seconds for the whole of prepare (before a stage's rate is known).
-    pub prepare_seconds: f64,
-    /// prepare only: training's steps and `--downscale`, to estimate it once the images exist.
+    /// While prepare runs: what its estimate and training's are made from.
+    pub prepare: Option<PrepareGuess>,
+}
+
+/// What the estimate of a scan's prepare stage, and of the training after it, are made from.
+#[derive(Clone, Debug)]
+pub struct PrepareGuess {
+    /// The model's seconds for the whole of prepare (before a stage's rate is known).
+    pub seconds: f64,
+    /// Training's steps and `--downscale`, to estimate it once the images exist.
     pub train_steps: u64,
     pub downscale: Option<u32>,
-    /// prepare only: training's `--time-budget`, which is its time whatever the images.
+    /// Training's `--time-budget`, which is its time whatever the images.
     pub train_budget: Option<f64>,
 }
 
@@ -80,14 +87,17 @@ pub fn train_model(steps: u64, width: u32, height: u32, downscale: Option<u32>) 
 /// Prepare found its images in `dir`: training's estimate from their size replaces the 720p guess.
 pub fn images_ready(dir: &Path) {
     let mut guard = SCAN.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(stage) = guard.as_mut().filter(|s| s.train_budget.is_none()) else {
+    let Some(stage) = guard.as_mut() else {
+        return;
+    };
+    let Some(guess) = stage.prepare.as_ref().filter(|g| g.train_budget.is_none()) else {
         return;
     };
     let first = splat_io::dataset::list_images(dir)
         .ok()
         .and_then(|n| n.into_iter().next());
     if let Some((w, h)) = first.and_then(|n| image::image_dimensions(dir.join(n)).ok()) {
-        stage.later_seconds = train_model(stage.train_steps, w, h, stage.downscale) + PAGE_SECONDS;
+        stage.later_seconds = train_model(guess.train_steps, w, h, guess.downscale) + PAGE_SECONDS;
     }
 }
 
@@ -110,7 +120,7 @@ pub fn prepare_note(name: &str, prepare_elapsed: f64, stage_left: f64) -> Option
     // The projection from the time so far is trusted once a fifth of prepare is behind.
     let total = match through >= 0.2 {
         true => (prepare_elapsed + stage_left) / through,
-        false => s.prepare_seconds.max(prepare_elapsed + stage_left),
+        false => (s.prepare.as_ref().map_or(0.0, |g| g.seconds)).max(prepare_elapsed + stage_left),
     };
     let after = total * (1.0 - through);
     Some(format_note(&s, stage_left + after + s.later_seconds))
@@ -168,10 +178,12 @@ mod tests {
             index: 1,
             name: "prepare",
             later_seconds: 100.0,
-            prepare_seconds: 60.0,
-            train_steps: 5000,
-            downscale: None,
-            train_budget: None,
+            prepare: Some(PrepareGuess {
+                seconds: 60.0,
+                train_steps: 5000,
+                downscale: None,
+                train_budget: None,
+            }),
         }));
         // Frames (2% of prepare): the model's 60 s holds until a fifth of prepare is behind.
         let early = prepare_note("frames", 2.0, 1.0).unwrap();
