@@ -31,6 +31,25 @@ pub struct EvalArgs {
     /// refinement, the second protocol for scenes trained with --pose-opt) instead of its given pose.
     #[arg(long, value_name = "STEPS")]
     pub test_pose_steps: Option<u64>,
+    /// Score only every N-th view of the split (its 1st, N+1-th, ...): a quicker look at a large test
+    /// split (lego's 200 views with --test-pose-steps take minutes each). The mean says how many.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub every: u64,
+}
+
+/// Keeps the 1st, `every + 1`-th, ... of the views `eval_views` scores (the test split, or the training
+/// views when there is none).
+fn keep_every(ds: &mut Dataset, every: u64) {
+    let views = if ds.test.is_empty() {
+        &mut ds.train
+    } else {
+        &mut ds.test
+    };
+    let mut i = 0u64;
+    views.retain(|_| {
+        i += 1;
+        (i - 1) % every == 0
+    });
 }
 
 /// The PLY of a scene argument and, for a run folder, its config.
@@ -69,7 +88,8 @@ pub fn eval(args: EvalArgs) -> Result<()> {
         bail!("--data is required when SCENE is not a training output folder");
     }
     let g = splat_io::read_scene(&ply)?;
-    let ds = eval_dataset(&args.data, &args.data_args, &cfg)?;
+    let mut ds = eval_dataset(&args.data, &args.data_args, &cfg)?;
+    keep_every(&mut ds, args.every);
     let (views, split) = ds.eval_views();
     let degree = args.sh_degree.unwrap_or(g.sh_degree).min(g.sh_degree);
     let mut backend = args.backend.make()?;

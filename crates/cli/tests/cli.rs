@@ -224,6 +224,14 @@ fn train_eval_render_and_resume_on_a_generated_capture() {
     );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("mean over 2 test views"), "{text}");
+    let first_view = text.lines().next().unwrap().to_string();
+    let out = splat(&["eval", "run", "--every", "2"], dir.path());
+    let every = String::from_utf8_lossy(&out.stdout);
+    assert!(every.contains("mean over 1 test views"), "{every}");
+    assert_eq!(every.lines().next().unwrap(), first_view, "{every}");
+    let zero = splat(&["eval", "run", "--every", "0"], dir.path());
+    assert!(!zero.status.success());
+    assert!(String::from_utf8_lossy(&zero.stderr).contains("--every"));
     let out = splat(
         &[
             "render",
