@@ -48,7 +48,7 @@ fn keep_every(ds: &mut Dataset, every: u64) {
     let mut i = 0u64;
     views.retain(|_| {
         i += 1;
-        (i - 1) % every == 0
+        (i - 1).is_multiple_of(every)
     });
 }
 
@@ -74,10 +74,15 @@ fn eval_dataset(
         (None, None) => bail!("--data is required when SCENE is not a training output folder"),
     };
     opts.eval = true;
-    if data.is_some() || data_args.images.is_some() || data_args.downscale.is_some() {
+    if data.is_some()
+        || data_args.images.is_some()
+        || data_args.downscale.is_some()
+        || data_args.poses.is_some()
+    {
         let explicit = data_args.options(true)?;
         opts.images = explicit.images.or(opts.images);
         opts.downscale = explicit.downscale.or(opts.downscale);
+        opts.poses = explicit.poses.or(opts.poses);
     }
     load_dataset(&path, &opts)
 }

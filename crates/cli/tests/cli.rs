@@ -229,6 +229,11 @@ fn train_eval_render_and_resume_on_a_generated_capture() {
     let every = String::from_utf8_lossy(&out.stdout);
     assert!(every.contains("mean over 1 test views"), "{every}");
     assert_eq!(every.lines().next().unwrap(), first_view, "{every}");
+    // --poses is read for a run folder too (it was ignored without --data).
+    assert_user_error(
+        &splat(&["eval", "run", "--poses", "nope.txt"], dir.path()),
+        "nope.txt",
+    );
     let zero = splat(&["eval", "run", "--every", "0"], dir.path());
     assert!(!zero.status.success());
     assert!(String::from_utf8_lossy(&zero.stderr).contains("--every"));

@@ -113,10 +113,12 @@ pub fn correction_between(base: &Camera, target: &Camera) -> [f64; PER_VIEW] {
 
 /// Holds the corrections' common motion at zero: every corrected camera is its given camera moved by
 /// some world motion `G_i` (`x -> Q_i x + q_i`); the mean of those (the rotations' axis-angle vectors
-/// and the translations averaged) is taken out of every camera. A motion shared by every training
-/// camera is what the scene can follow without the loss seeing it (the gauge), and it carries the
-/// scene's frame away from the test views' given poses; the differences between the cameras, which
-/// are the refinement, are kept. `given` and `params` are the training views' cameras and corrections.
+/// and the translations averaged) is taken out of every camera, and then the common scale
+/// ([`hold_scale`]). A similarity shared by every training camera is what the scene can follow without
+/// the loss seeing it (the gauge: a scene scaled about a point looks the same from cameras scaled about
+/// it), and it carries the scene's frame away from the test views' given poses; the differences between
+/// the cameras, which are the refinement, are kept. `given` and `params` are the training views'
+/// cameras and corrections.
 pub fn hold_mean_motion<'c>(given: impl Fn(usize) -> &'c Camera, n: usize, params: &mut [f32]) {
     if n < 2 {
         return;
@@ -136,19 +138,54 @@ pub fn hold_mean_motion<'c>(given: impl Fn(usize) -> &'c Camera, n: usize, param
         }
     }
     let mean = rotation_exp(omega);
-    for i in 0..n {
-        let (g, r) = (given(i), refine(given(i), &of(params, i)));
-        // The camera moved back by the mean motion: R'' = R' Q, t'' = R' q + t'.
-        let rq = splat_core::math::mat3_vec(&r.rotation, q);
-        let held = Camera {
-            rotation: matmul(&r.rotation, &mean),
-            translation: std::array::from_fn(|k| rq[k] + r.translation[k]),
-            ..r
-        };
-        let e = correction_between(g, &held);
+    let mut held: Vec<Camera> = (0..n)
+        .map(|i| {
+            let r = refine(given(i), &of(params, i));
+            // The camera moved back by the mean motion: R'' = R' Q, t'' = R' q + t'.
+            let rq = splat_core::math::mat3_vec(&r.rotation, q);
+            Camera {
+                rotation: matmul(&r.rotation, &mean),
+                translation: std::array::from_fn(|k| rq[k] + r.translation[k]),
+                ..r
+            }
+        })
+        .collect();
+    hold_scale(&given, &mut held);
+    for (i, h) in held.iter().enumerate() {
+        let e = correction_between(given(i), h);
         for (p, v) in params[i * PER_VIEW..(i + 1) * PER_VIEW].iter_mut().zip(e) {
             *p = v as f32;
         }
+    }
+}
+
+/// Takes the common scale out of the corrected cameras' centres: the least-squares `s` of
+/// `h_i - mean(h) = s (g_i - mean(g))` over the given centres `g_i` and corrected ones `h_i`, and every
+/// corrected centre moved to `mean(h) + (h_i - mean(h)) / s`, its orientation kept. Nothing changes
+/// when the given centres coincide (no scale to see) or `s` is not a usable number.
+fn hold_scale<'c>(given: &impl Fn(usize) -> &'c Camera, held: &mut [Camera]) {
+    let n = held.len() as f64;
+    let g: Vec<[f64; 3]> = (0..held.len()).map(|i| given(i).center()).collect();
+    let h: Vec<[f64; 3]> = held.iter().map(|c| c.center()).collect();
+    let mean = |v: &[[f64; 3]]| -> [f64; 3] {
+        std::array::from_fn(|k| v.iter().map(|p| p[k]).sum::<f64>() / n)
+    };
+    let (mg, mh) = (mean(&g), mean(&h));
+    let (mut num, mut den) = (0.0, 0.0);
+    for (gi, hi) in g.iter().zip(&h) {
+        let dg: [f64; 3] = std::array::from_fn(|k| gi[k] - mg[k]);
+        let dh: [f64; 3] = std::array::from_fn(|k| hi[k] - mh[k]);
+        num += dot3(dh, dg);
+        den += dot3(dg, dg);
+    }
+    let s = num / den;
+    if den <= 0.0 || !s.is_finite() || s <= 0.0 {
+        return;
+    }
+    for (c, hi) in held.iter_mut().zip(&h) {
+        let centre: [f64; 3] = std::array::from_fn(|k| mh[k] + (hi[k] - mh[k]) / s);
+        let rc = splat_core::math::mat3_vec(&c.rotation, centre);
+        c.translation = [-rc[0], -rc[1], -rc[2]];
     }
 }
 
@@ -422,6 +459,48 @@ mod tests {
         let whole = PoseError::between(&moved(&cams[2]), &cams[2]).rotation_deg;
         assert!((turned(2).rotation_deg - 5.0 / 6.0 * whole).abs() < 0.02 * whole);
         assert!((turned(0).rotation_deg - 1.0 / 6.0 * whole).abs() < 0.02 * whole);
+    }
+
+    /// Every camera's centre scaled about a point (the scene could follow, unseen) is taken back; one
+    /// camera moved alone along its radius keeps most of its move.
+    #[test]
+    fn a_common_scale_is_held_at_one() {
+        let cams: Vec<Camera> = (0..6)
+            .map(|i| {
+                let a = i as f64;
+                let at = [3.0 * a.cos(), 3.0 * a.sin(), 1.0 + 0.3 * a];
+                Camera::look_at(at, [0.0; 3], [0.0, 0.0, 1.0], 60.0, 64, 48)
+            })
+            .collect();
+        let scaled = |c: &Camera, s: f64| {
+            let p = [0.4, -0.2, 0.7];
+            let centre: [f64; 3] = std::array::from_fn(|k| p[k] + s * (c.center()[k] - p[k]));
+            let rc = splat_core::math::mat3_vec(&c.rotation, centre);
+            Camera {
+                translation: [-rc[0], -rc[1], -rc[2]],
+                ..c.clone()
+            }
+        };
+        let mut params: Vec<f32> = cams
+            .iter()
+            .flat_map(|c| correction_between(c, &scaled(c, 1.004)).map(|v| v as f32))
+            .collect();
+        let before = PoseError::between(&refine(&cams[0], &of(&params, 0)), &cams[0]).position;
+        assert!(before > 5e-3, "{before}");
+        hold_mean_motion(|i| &cams[i], cams.len(), &mut params);
+        for (i, c) in cams.iter().enumerate() {
+            let e = PoseError::between(&refine(c, &of(&params, i)), c);
+            assert!(e.position < 1e-5 && e.rotation_deg < 1e-4, "{i}: {e:?}");
+        }
+        let mut params = vec![0.0f32; 6 * PER_VIEW];
+        let e = correction_between(&cams[3], &scaled(&cams[3], 1.01));
+        for (p, v) in params[3 * PER_VIEW..4 * PER_VIEW].iter_mut().zip(e) {
+            *p = v as f32;
+        }
+        hold_mean_motion(|i| &cams[i], cams.len(), &mut params);
+        let whole = PoseError::between(&scaled(&cams[3], 1.01), &cams[3]).position;
+        let kept = PoseError::between(&refine(&cams[3], &of(&params, 3)), &cams[3]).position;
+        assert!(kept > 0.5 * whole && kept < whole, "{kept} of {whole}");
     }
 
     #[test]
