@@ -40,13 +40,8 @@ pub struct EvalArgs {
 /// Keeps the 1st, `every + 1`-th, ... of the views `eval_views` scores (the test split, or the training
 /// views when there is none).
 fn keep_every(ds: &mut Dataset, every: u64) {
-    let views = if ds.test.is_empty() {
-        &mut ds.train
-    } else {
-        &mut ds.test
-    };
     let mut i = 0u64;
-    views.retain(|_| {
+    ds.eval_views_mut().retain(|_| {
         i += 1;
         (i - 1).is_multiple_of(every)
     });

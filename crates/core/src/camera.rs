@@ -102,6 +102,12 @@ impl Camera {
         [-c[0], -c[1], -c[2]]
     }
 
+    /// Moves the camera's centre to `c` in world space, its orientation kept: `t = -R c`.
+    pub fn set_center(&mut self, c: Vec3<f64>) {
+        let rc = mat3_vec(&self.rotation, c);
+        self.translation = [-rc[0], -rc[1], -rc[2]];
+    }
+
     /// `tan` of half the horizontal and vertical fields of view of a pinhole camera, `(width / 2fx,
     /// height / 2fy)` (for the equidistant fisheye these are the half angles in radians).
     pub fn tan_half_fov(&self) -> (f64, f64) {

@@ -183,9 +183,7 @@ fn hold_scale<'c>(given: &impl Fn(usize) -> &'c Camera, held: &mut [Camera]) {
         return;
     }
     for (c, hi) in held.iter_mut().zip(&h) {
-        let centre: [f64; 3] = std::array::from_fn(|k| mh[k] + (hi[k] - mh[k]) / s);
-        let rc = splat_core::math::mat3_vec(&c.rotation, centre);
-        c.translation = [-rc[0], -rc[1], -rc[2]];
+        c.set_center(std::array::from_fn(|k| mh[k] + (hi[k] - mh[k]) / s));
     }
 }
 
@@ -474,12 +472,9 @@ mod tests {
             .collect();
         let scaled = |c: &Camera, s: f64| {
             let p = [0.4, -0.2, 0.7];
-            let centre: [f64; 3] = std::array::from_fn(|k| p[k] + s * (c.center()[k] - p[k]));
-            let rc = splat_core::math::mat3_vec(&c.rotation, centre);
-            Camera {
-                translation: [-rc[0], -rc[1], -rc[2]],
-                ..c.clone()
-            }
+            let mut moved = c.clone();
+            moved.set_center(std::array::from_fn(|k| p[k] + s * (c.center()[k] - p[k])));
+            moved
         };
         let mut params: Vec<f32> = cams
             .iter()

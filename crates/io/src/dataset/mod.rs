@@ -184,6 +184,15 @@ impl Dataset {
             (&self.test, "test")
         }
     }
+
+    /// The views of [`Dataset::eval_views`], to change.
+    pub fn eval_views_mut(&mut self) -> &mut Vec<View> {
+        if self.test.is_empty() {
+            &mut self.train
+        } else {
+            &mut self.test
+        }
+    }
 }
 
 impl View {
