@@ -85,10 +85,8 @@ impl Counters {
 /// Invocations per workgroup of every 1D kernel (the device's dispatch limits are counted in them).
 pub const WORKGROUP: u32 = 256;
 
-/// Features used where the adapter has them: timestamps (`splat bench`'s device time per stage) and
-/// subgroups (the rasterize backward's per-intersection sums).
-pub const OPTIONAL_FEATURES: wgpu::Features =
-    wgpu::Features::TIMESTAMP_QUERY.union(wgpu::Features::SUBGROUP);
+/// Features used where the adapter has them: timestamps (`splat bench`'s device time per stage).
+pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::TIMESTAMP_QUERY;
 
 /// An open device and its queue.
 pub struct GpuContext {
@@ -145,7 +143,7 @@ impl GpuContext {
     }
 
     /// Like [`GpuContext::with_limits`], using only the optional `features` (of
-    /// [`OPTIONAL_FEATURES`]) the adapter has: tests turn subgroups off to exercise the path without.
+    /// [`OPTIONAL_FEATURES`]) the adapter has.
     pub fn with_options(
         choice: AdapterChoice,
         lower: impl FnOnce(&mut wgpu::Limits),
@@ -221,13 +219,6 @@ impl GpuContext {
         self.device
             .features()
             .contains(wgpu::Features::TIMESTAMP_QUERY)
-    }
-
-    /// Whether shaders may use subgroup operations, in subgroups of at least 4 invocations (the
-    /// rasterize backward's subgroup sums keep one slot per subgroup of its 256 invocations, 64 at most).
-    pub fn has_subgroups(&self) -> bool {
-        self.device.features().contains(wgpu::Features::SUBGROUP)
-            && self.info.subgroup_min_size >= 4
     }
 
     /// True for a software device (lavapipe, WARP, SwiftShader).

@@ -34,6 +34,6 @@ pub use loss::GpuLoss;
 pub use project::GpuProject;
 pub use project_bwd::GpuProjectBackward;
 pub use project_bwd_adam::{AdamStep, GpuProjectBackwardAdam};
-pub use rasterize::{BackwardSums, GpuRasterize};
+pub use rasterize::{BackwardSums, GpuRasterize, WaveShape};
 pub use resident::GpuResident;
 pub use sort::GpuSort;

@@ -30,6 +30,55 @@ pub struct GpuRasterize {
     pub sums: BackwardSums,
 }
 
+/// The backward's wavefront (`rasterize_bwd.wgsl`): Gaussians per batch (the workgroup size) and pixels
+/// per step. The bits do not depend on it; the speed does: a real GPU runs a 32-wide workgroup as one
+/// warp and a step's barrier costs next to nothing, while a CPU device (lavapipe) runs each barrier as a
+/// switch between its SIMD groups, so it takes more pixels per step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaveShape {
+    pub wave: u32,
+    pub chunk: u32,
+}
+
+impl WaveShape {
+    /// The shape for `ctx`'s device (BENCHMARKS.md, "The backward as a wavefront").
+    pub fn for_device(ctx: &GpuContext) -> Self {
+        if ctx.is_software() {
+            WaveShape { wave: 32, chunk: 4 }
+        } else {
+            WaveShape { wave: 32, chunk: 1 }
+        }
+    }
+
+    /// Whether the shader can run this shape: 8 to 256 Gaussians a batch (256: WebGPU's default
+    /// workgroup limit; under 8, lavapipe gave wrong gradients, even for a single invocation, which is
+    /// sequential code: see NOTES.md), a chunk that divides the tile's 256 pixels.
+    pub fn is_valid(&self) -> bool {
+        (8..=256).contains(&self.wave) && self.chunk > 0 && 256 % self.chunk == 0
+    }
+
+    pub(crate) fn pipeline(
+        &self,
+        ctx: &GpuContext,
+        module: &wgpu::ShaderModule,
+        label: &str,
+    ) -> wgpu::ComputePipeline {
+        let constants = [("WAVE", self.wave as f64), ("CHUNK", self.chunk as f64)];
+        ctx.device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(label),
+                layout: None,
+                module,
+                entry_point: Some("tiles"),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants: &constants,
+                    ..Default::default()
+                },
+                cache: None,
+            })
+    }
+}
+
 /// How the rasterize backward sums a Gaussian's per-tile gradients.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BackwardSums {
@@ -121,28 +170,33 @@ impl GpuRasterize {
     }
 
     pub fn new(ctx: &GpuContext) -> Self {
+        Self::with_wave(ctx, WaveShape::for_device(ctx))
+    }
+
+    /// The stage with the backward's wavefront `wave` (it changes the speed, never the bits).
+    ///
+    /// # Panics
+    /// If `wave` is not valid (`WaveShape::is_valid`).
+    pub fn with_wave(ctx: &GpuContext, wave: WaveShape) -> Self {
+        assert!(wave.is_valid(), "invalid backward wavefront {wave:?}");
         let fwd = module(ctx, "rasterize_fwd.wgsl", crate::shaders::RASTERIZE_FWD);
-        // Per-intersection sums per subgroup first where the adapter has subgroups.
-        let (bwd_source, atomic_source) = if ctx.has_subgroups() {
-            (
-                crate::shaders::RASTERIZE_BWD_SUBGROUP,
-                crate::shaders::RASTERIZE_BWD_ATOMIC_SUBGROUP,
-            )
-        } else {
-            (
-                crate::shaders::RASTERIZE_BWD,
-                crate::shaders::RASTERIZE_BWD_ATOMIC,
-            )
-        };
-        let bwd = module(ctx, "rasterize_bwd.wgsl", bwd_source);
-        let atomic = module(ctx, "rasterize_bwd_atomic.wgsl", atomic_source);
+        let bwd = module(ctx, "rasterize_bwd.wgsl", crate::shaders::RASTERIZE_BWD);
+        let atomic = module(
+            ctx,
+            "rasterize_bwd_atomic.wgsl",
+            crate::shaders::RASTERIZE_BWD_ATOMIC,
+        );
         let abs = module(
             ctx,
             "rasterize_bwd_abs.wgsl",
             crate::shaders::RASTERIZE_BWD_ABS,
         );
         let pipeline = |m: &wgpu::ShaderModule, label: &str, entry: &str| {
-            compute_pipeline(ctx, m, label, entry)
+            if entry == "tiles" {
+                wave.pipeline(ctx, m, label)
+            } else {
+                compute_pipeline(ctx, m, label, entry)
+            }
         };
         GpuRasterize {
             forward: pipeline(&fwd, "rasterize forward", "main"),

@@ -1,10 +1,9 @@
 //! The WGSL sources, one file per stage in `src/shaders/`. WGSL has no includes: the per-Gaussian stages
 //! get `common_camera.wgsl` (the camera block, SH constants and basis, `dot3`) prepended here, the
 //! rasterize stages `common_raster.wgsl` (parameters and shared inputs), the rasterize backwards the
-//! shared tile walk `rasterize_bwd.wgsl` followed by their per-intersection sums (workgroup memory or
-//! subgroups), their way of summing per Gaussian and the per-pixel term (plain or absolute), the resident
-//! bookkeeping and the
-//! densification edit `common_random.wgsl` (the host's stateless random numbers); the naga test validates
+//! shared tile walk `rasterize_bwd.wgsl` followed by their way of summing per Gaussian (records or
+//! atomics) and the per-pixel term (plain or absolute), the resident bookkeeping and the densification
+//! edit `common_random.wgsl` (the host's stateless random numbers); the naga test validates
 //! exactly these composed sources.
 
 macro_rules! with_raster {
@@ -17,11 +16,10 @@ macro_rules! with_raster {
 }
 
 macro_rules! with_raster_bwd {
-    ($sums:literal, $file:literal, $term:literal) => {
+    ($file:literal, $term:literal) => {
         concat!(
             include_str!("shaders/common_raster.wgsl"),
             include_str!("shaders/rasterize_bwd.wgsl"),
-            include_str!(concat!("shaders/", $sums)),
             include_str!(concat!("shaders/", $file)),
             include_str!(concat!("shaders/", $term))
         )
@@ -53,33 +51,13 @@ pub const PREFIX_SUM: &str = include_str!("shaders/prefix_sum.wgsl");
 pub const RADIX_SORT: &str = include_str!("shaders/radix_sort.wgsl");
 pub const TILE_RANGES: &str = include_str!("shaders/tile_ranges.wgsl");
 pub const RASTERIZE_FWD: &str = with_raster!("rasterize_fwd.wgsl");
-pub const RASTERIZE_BWD: &str = with_raster_bwd!(
-    "rasterize_bwd_sums_shared.wgsl",
-    "rasterize_bwd_records.wgsl",
-    "rasterize_bwd_plain.wgsl"
-);
-pub const RASTERIZE_BWD_ATOMIC: &str = with_raster_bwd!(
-    "rasterize_bwd_sums_shared.wgsl",
-    "rasterize_bwd_atomic.wgsl",
-    "rasterize_bwd_plain.wgsl"
-);
+pub const RASTERIZE_BWD: &str =
+    with_raster_bwd!("rasterize_bwd_records.wgsl", "rasterize_bwd_plain.wgsl");
+pub const RASTERIZE_BWD_ATOMIC: &str =
+    with_raster_bwd!("rasterize_bwd_atomic.wgsl", "rasterize_bwd_plain.wgsl");
 /// The records pass summing absolute per-pixel 2D-mean gradients (absgrad).
-pub const RASTERIZE_BWD_ABS: &str = with_raster_bwd!(
-    "rasterize_bwd_sums_shared.wgsl",
-    "rasterize_bwd_records.wgsl",
-    "rasterize_bwd_abs.wgsl"
-);
-/// The two above with the per-intersection sums per subgroup first (adapters with subgroups).
-pub const RASTERIZE_BWD_SUBGROUP: &str = with_raster_bwd!(
-    "rasterize_bwd_sums_subgroup.wgsl",
-    "rasterize_bwd_records.wgsl",
-    "rasterize_bwd_plain.wgsl"
-);
-pub const RASTERIZE_BWD_ATOMIC_SUBGROUP: &str = with_raster_bwd!(
-    "rasterize_bwd_sums_subgroup.wgsl",
-    "rasterize_bwd_atomic.wgsl",
-    "rasterize_bwd_plain.wgsl"
-);
+pub const RASTERIZE_BWD_ABS: &str =
+    with_raster_bwd!("rasterize_bwd_records.wgsl", "rasterize_bwd_abs.wgsl");
 pub const LOSS: &str = include_str!("shaders/loss.wgsl");
 pub const ADAM: &str = include_str!("shaders/adam.wgsl");
 pub const DENSIFY_STATS: &str = include_str!("shaders/densify_stats.wgsl");
@@ -101,12 +79,6 @@ pub const ALL: &[(&str, &str)] = &[
     ("rasterize_bwd_atomic.wgsl", RASTERIZE_BWD_ATOMIC),
     ("rasterize_bwd_plain.wgsl", RASTERIZE_BWD),
     ("rasterize_bwd_abs.wgsl", RASTERIZE_BWD_ABS),
-    ("rasterize_bwd_sums_shared.wgsl", RASTERIZE_BWD),
-    ("rasterize_bwd_sums_subgroup.wgsl", RASTERIZE_BWD_SUBGROUP),
-    (
-        "rasterize_bwd_atomic.wgsl (subgroups)",
-        RASTERIZE_BWD_ATOMIC_SUBGROUP,
-    ),
     ("loss.wgsl", LOSS),
     ("adam.wgsl", ADAM),
     ("densify_stats.wgsl", DENSIFY_STATS),

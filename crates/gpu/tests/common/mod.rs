@@ -8,7 +8,7 @@ pub fn context(lower: impl FnOnce(&mut wgpu::Limits)) -> Option<GpuContext> {
     context_with(lower, splat_gpu::context::OPTIONAL_FEATURES)
 }
 
-/// [`context`] using only these optional features (tests turn subgroups off with it).
+/// [`context`] using only these optional features.
 #[allow(dead_code)]
 pub fn context_with(
     lower: impl FnOnce(&mut wgpu::Limits),
