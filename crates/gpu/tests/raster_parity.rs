@@ -11,6 +11,52 @@ use splat_render::{
     bin, project, rasterize_fwd, Bins, Cutoffs, Projected, RasterOutput, RenderSettings,
 };
 
+/// One frame's backward inputs: the projection, its tile lists and the reference forward.
+struct BackwardCase {
+    p: Projected<f32>,
+    bins: Bins,
+    grid: TileGrid,
+    settings: RenderSettings,
+    fwd: RasterOutput<f32>,
+}
+
+impl BackwardCase {
+    fn new(seed: u64, count: usize, w: u32, h: u32, settings: RenderSettings) -> Self {
+        let (p, bins, grid) = frame(seed, count, w, h, &settings);
+        let mut fwd = RasterOutput::default();
+        rasterize_fwd::rasterize_forward(&p, &bins, &grid, &settings, &mut fwd);
+        BackwardCase {
+            p,
+            bins,
+            grid,
+            settings,
+            fwd,
+        }
+    }
+
+    fn gpu(
+        &self,
+        ctx: &GpuContext,
+        raster: &GpuRasterize,
+        grad_image: &[f32],
+    ) -> splat_render::ProjectedGrads<f32> {
+        let mut out = splat_render::ProjectedGrads::default();
+        raster
+            .backward(
+                ctx,
+                &self.p,
+                &self.bins,
+                &self.grid,
+                &self.settings,
+                &self.fwd,
+                grad_image,
+                &mut out,
+            )
+            .expect("GPU backward");
+        out
+    }
+}
+
 /// A seeded random scene projected and binned by the reference stages.
 fn frame(
     seed: u64,
@@ -158,27 +204,13 @@ fn the_backward_wavefront_shape_changes_no_bits() {
     let mut settings = RenderSettings::new(0);
     settings.background = [0.3, 0.1, 0.6];
     settings.absgrad = true;
-    let (p, bins, grid) = frame(8, 3000, 130, 90, &settings);
-    let mut fwd = RasterOutput::default();
-    rasterize_fwd::rasterize_forward(&p, &bins, &grid, &settings, &mut fwd);
-    let grad_image: Vec<f32> = (0..fwd.image.len())
+    let case = BackwardCase::new(8, 3000, 130, 90, settings);
+    let grad_image: Vec<f32> = (0..case.fwd.image.len())
         .map(|i| ((i * 7919) % 2001) as f32 / 1000.0 - 1.0)
         .collect();
     let grads_with = |wave, chunk| {
         let raster = GpuRasterize::with_wave(&ctx, splat_gpu::WaveShape { wave, chunk });
-        let mut out = splat_render::ProjectedGrads::default();
-        raster
-            .backward(
-                &ctx,
-                &p,
-                &bins,
-                &grid,
-                &settings,
-                &fwd,
-                &grad_image,
-                &mut out,
-            )
-            .expect("GPU backward");
+        let out = case.gpu(&ctx, &raster, &grad_image);
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         [
             bits(out.grad_means2d.as_flattened()),
@@ -217,36 +249,22 @@ fn backward_matches_reference_on(ctx: &splat_gpu::GpuContext, sums: splat_gpu::B
         let mut settings = RenderSettings::new(0);
         settings.background = [0.3, 0.1, 0.6];
         settings.absgrad = absgrad;
-        let (p, bins, grid) = frame(seed, count, w, h, &settings);
-        let mut fwd = RasterOutput::default();
-        rasterize_fwd::rasterize_forward(&p, &bins, &grid, &settings, &mut fwd);
+        let case = BackwardCase::new(seed, count, w, h, settings);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let grad_image: Vec<f32> = (0..fwd.image.len())
+        let grad_image: Vec<f32> = (0..case.fwd.image.len())
             .map(|_| rng.random_range(-1.0..1.0))
             .collect();
         let mut reference = splat_render::ProjectedGrads::default();
         splat_render::rasterize_bwd::rasterize_backward(
-            &p,
-            &bins,
-            &grid,
-            &settings,
-            &fwd,
+            &case.p,
+            &case.bins,
+            &case.grid,
+            &case.settings,
+            &case.fwd,
             &grad_image,
             &mut reference,
         );
-        let mut gpu = splat_render::ProjectedGrads::default();
-        raster
-            .backward(
-                ctx,
-                &p,
-                &bins,
-                &grid,
-                &settings,
-                &fwd,
-                &grad_image,
-                &mut gpu,
-            )
-            .expect("GPU backward");
+        let gpu = case.gpu(ctx, &raster, &grad_image);
         close(
             "grad_means2d",
             gpu.grad_means2d.as_flattened(),
