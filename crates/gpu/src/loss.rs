@@ -113,7 +113,7 @@ impl GpuLoss {
             &self.products_h,
             &params(15, 0),
             &[(1, rb), (2, tb), (4, tmp)],
-            (gx, gy, 15),
+            (gx, gy, 3),
         );
         pass(
             ctx,
@@ -130,7 +130,7 @@ impl GpuLoss {
             &self.row_sums,
             &params(1, 0),
             &sums_bindings,
-            ((h as u32).div_ceil(64), 1, 1),
+            (h as u32, 1, 1),
         );
         // The coefficients (planes 3..12 of `maps`) along rows, then along columns with the gradient.
         pass(
@@ -139,7 +139,7 @@ impl GpuLoss {
             &self.blur_h,
             &params(9, 3),
             &[(3, maps), (4, coeffs_tmp)],
-            (gx, gy, 9),
+            (gx, gy, 3),
         );
         let grad_bindings = [(1, rb), (2, tb), (3, coeffs_tmp), (7, grad_buf)];
         pass(
@@ -195,6 +195,15 @@ impl LossBuffers {
                 what: "the SSIM planes",
                 bytes: 15 * plane,
                 limit: ctx.limits.max_storage_buffer_binding_size,
+            });
+        }
+        // `row_sums` runs a workgroup per row.
+        let most = ctx.limits.max_compute_workgroups_per_dimension;
+        if h as u64 > most as u64 {
+            return Err(GpuError::TooLarge {
+                what: "the image height (rows, one loss workgroup each)",
+                bytes: h as u64,
+                limit: most as u64,
             });
         }
         Ok(LossBuffers {

@@ -1,10 +1,11 @@
 // The training loss (1 - lambda) L1 + lambda (1 - SSIM) and its gradient, as `splat_train::loss`: SSIM with
 // an 11-tap Gaussian window (sigma 1.5) as two separable passes with zero padding, per channel, C1 = 0.01^2,
 // C2 = 0.03^2. Planes are channel-planar, plane q = quantity * 3 + channel, each h x w.
-// Passes (five): `products_h` (the products x, y, x^2, y^2, xy made on the fly and blurred along rows),
+// Passes (five): `products_h` (the products x, y, x^2, y^2, xy made on the fly and blurred along rows,
+// one channel's five per invocation),
 // `ssim_map_v` (the products blurred along columns at each pixel, then the SSIM map and its three
-// coefficients), `row_sums` (of the map and of |x - y|, for the loss value), `blur_h` of the
-// coefficients, then `grad_v` (the coefficients blurred along columns at each pixel, then the gradient).
+// coefficients), `row_sums` (of the map and of |x - y|, for the loss value; a workgroup a row), `blur_h`
+// of the coefficients (one channel's three per invocation), then `grad_v` (the coefficients blurred along columns at each pixel, then the gradient).
 // Each fused pass computes exactly what the separate passes computed, in the same order: the same bits
 // with fewer passes and no product or blurred planes in memory.
 
@@ -39,31 +40,8 @@ fn tap(k: u32) -> f32 {
     return params.t2[k - 8u];
 }
 
-// Product plane q (quantity q / 3 of channel q % 3) at pixel p.
-fn product(q: u32, p: u32) -> f32 {
-    let c = q % 3u;
-    let u = render[3u * p + c];
-    let v = target_img[3u * p + c];
-    switch q / 3u {
-        case 0u: {
-            return u;
-        }
-        case 1u: {
-            return v;
-        }
-        case 2u: {
-            return u * u;
-        }
-        case 3u: {
-            return v * v;
-        }
-        default: {
-            return u * v;
-        }
-    }
-}
-
-// The 15 product planes blurred along rows into `dst`.
+// The 15 product planes blurred along rows into `dst`: invocation z makes channel z's five (x, y, x^2,
+// y^2, xy; plane quantity * 3 + z) from one read of each tap's pixel.
 @compute @workgroup_size(16, 16)
 fn products_h(@builtin(global_invocation_id) gid: vec3<u32>) {
     let w = params.dims.x;
@@ -71,18 +49,30 @@ fn products_h(@builtin(global_invocation_id) gid: vec3<u32>) {
     if gid.x >= w || gid.y >= h {
         return;
     }
+    let c = gid.z;
     let row = gid.y * w;
-    var acc = 0.0;
+    var acc = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
     for (var k = 0u; k < 11u; k++) {
         let sx = i32(gid.x) + i32(k) - 5;
         if sx >= 0 && sx < i32(w) {
-            acc += tap(k) * product(gid.z, row + u32(sx));
+            let t = tap(k);
+            let i = 3u * (row + u32(sx)) + c;
+            let u = render[i];
+            let v = target_img[i];
+            acc[0] += t * u;
+            acc[1] += t * v;
+            acc[2] += t * (u * u);
+            acc[3] += t * (v * v);
+            acc[4] += t * (u * v);
         }
     }
-    dst[gid.z * w * h + row + gid.x] = acc;
+    for (var q = 0u; q < 5u; q++) {
+        dst[(q * 3u + c) * w * h + row + gid.x] = acc[q];
+    }
 }
 
-// Planes `dims.w ..` of `src` blurred along rows into `dst` (from plane 0).
+// Planes `dims.w ..` of `src` blurred along rows into `dst` (from plane 0): invocation z the three planes
+// 3 q + z (q = 0, 1, 2: channel z's coefficients).
 @compute @workgroup_size(16, 16)
 fn blur_h(@builtin(global_invocation_id) gid: vec3<u32>) {
     let w = params.dims.x;
@@ -90,15 +80,22 @@ fn blur_h(@builtin(global_invocation_id) gid: vec3<u32>) {
     if gid.x >= w || gid.y >= h {
         return;
     }
-    let base = (params.dims.w + gid.z) * w * h + gid.y * w;
-    var acc = 0.0;
+    let plane = w * h;
+    let row = gid.y * w;
+    var acc = vec3<f32>(0.0);
     for (var k = 0u; k < 11u; k++) {
         let sx = i32(gid.x) + i32(k) - 5;
         if sx >= 0 && sx < i32(w) {
-            acc += tap(k) * src[base + u32(sx)];
+            let t = tap(k);
+            let at = (params.dims.w + gid.z) * plane + row + u32(sx);
+            acc.x += t * src[at];
+            acc.y += t * src[at + 3u * plane];
+            acc.z += t * src[at + 6u * plane];
         }
     }
-    dst[gid.z * w * h + gid.y * w + gid.x] = acc;
+    dst[gid.z * plane + row + gid.x] = acc.x;
+    dst[(3u + gid.z) * plane + row + gid.x] = acc.y;
+    dst[(6u + gid.z) * plane + row + gid.x] = acc.z;
 }
 
 // Plane `plane` of `src` blurred along columns at pixel (x, y).
@@ -150,33 +147,40 @@ fn ssim_map_v(@builtin(global_invocation_id) gid: vec3<u32>) {
     map[(3u + 2u * 3u + c) * plane + p] = ds_dsxy;
 }
 
-// One invocation per row: the row's SSIM map over the channels (sums[y]), its |x - y| (sums[h + y]) and its
-// squared error with the render clamped to [0, 1] (sums[2h + y], for the PSNR).
+// A workgroup per row: the row's SSIM map over the channels (sums[y]), its |x - y| (sums[h + y]) and its
+// squared error with the render clamped to [0, 1] (sums[2h + y], for the PSNR). Each invocation adds
+// every 64th pixel, then a fixed tree adds the 64 partials: the same bits every run.
+var<workgroup> row_part: array<vec3<f32>, 64>;
+
 @compute @workgroup_size(64)
-fn row_sums(@builtin(global_invocation_id) gid: vec3<u32>) {
+fn row_sums(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let w = params.dims.x;
     let h = params.dims.y;
-    let y = gid.x;
-    if y >= h {
-        return;
-    }
+    let y = wid.x;
     let plane = w * h;
-    var s = 0.0;
-    var l1 = 0.0;
-    for (var c = 0u; c < 3u; c++) {
-        for (var x = 0u; x < w; x++) {
-            s += map[c * plane + y * w + x];
+    var acc = vec3<f32>(0.0);
+    for (var x = li; x < w; x += 64u) {
+        let p = y * w + x;
+        for (var c = 0u; c < 3u; c++) {
+            acc.x += map[c * plane + p];
+            let i = 3u * p + c;
+            acc.y += abs(render[i] - target_img[i]);
+            let d = clamp(render[i], 0.0, 1.0) - target_img[i];
+            acc.z += d * d;
         }
     }
-    var sq = 0.0;
-    for (var i = 3u * y * w; i < 3u * (y + 1u) * w; i++) {
-        l1 += abs(render[i] - target_img[i]);
-        let d = clamp(render[i], 0.0, 1.0) - target_img[i];
-        sq += d * d;
+    row_part[li] = acc;
+    for (var half = 32u; half > 0u; half /= 2u) {
+        workgroupBarrier();
+        if li < half {
+            row_part[li] += row_part[li + half];
+        }
     }
-    sums[y] = s;
-    sums[h + y] = l1;
-    sums[2u * h + y] = sq;
+    if li == 0u {
+        sums[y] = row_part[0].x;
+        sums[h + y] = row_part[0].y;
+        sums[2u * h + y] = row_part[0].z;
+    }
 }
 
 // src: the coefficients blurred along rows (9 planes), blurred along columns here.
