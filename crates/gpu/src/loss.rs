@@ -130,7 +130,7 @@ impl GpuLoss {
             &self.row_sums,
             &params(1, 0),
             &sums_bindings,
-            (h as u32, 1, 1),
+            rows_dispatch(ctx, h as u32),
         );
         // The coefficients (planes 3..12 of `maps`) along rows, then along columns with the gradient.
         pass(
@@ -197,15 +197,6 @@ impl LossBuffers {
                 limit: ctx.limits.max_storage_buffer_binding_size,
             });
         }
-        // `row_sums` runs a workgroup per row.
-        let most = ctx.limits.max_compute_workgroups_per_dimension;
-        if h as u64 > most as u64 {
-            return Err(GpuError::TooLarge {
-                what: "the image height (rows, one loss workgroup each)",
-                bytes: h as u64,
-                limit: most as u64,
-            });
-        }
         Ok(LossBuffers {
             width: w,
             height: h,
@@ -216,6 +207,12 @@ impl LossBuffers {
             grad: ctx.storage("grad", 3 * plane),
         })
     }
+}
+
+/// `row_sums`' workgroups, one a row, wrapped onto a second dimension past the device's limit.
+fn rows_dispatch(ctx: &GpuContext, h: u32) -> (u32, u32, u32) {
+    let (x, y) = ctx.dispatch_size(h);
+    (x, y, 1)
 }
 
 /// One pass of the loss with `params` as its uniform.

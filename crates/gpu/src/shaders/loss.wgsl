@@ -153,10 +153,18 @@ fn ssim_map_v(@builtin(global_invocation_id) gid: vec3<u32>) {
 var<workgroup> row_part: array<vec3<f32>, 64>;
 
 @compute @workgroup_size(64)
-fn row_sums(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+fn row_sums(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) li: u32,
+) {
     let w = params.dims.x;
     let h = params.dims.y;
-    let y = wid.x;
+    // Rows past the first dispatch dimension's limit continue along y.
+    let y = wid.y * nwg.x + wid.x;
+    if y >= h {
+        return;
+    }
     let plane = w * h;
     var acc = vec3<f32>(0.0);
     for (var x = li; x < w; x += 64u) {
