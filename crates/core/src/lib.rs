@@ -25,4 +25,4 @@ pub mod tiles;
 pub use camera::{Camera, Projection};
 pub use gaussians::{logit, sh_coeffs_for_degree, sigmoid, Gaussians, MAX_SH_DEGREE};
 pub use real::Real;
-pub use tiles::{TileGrid, TileRect, TILE_SIZE};
+pub use tiles::{footprint_threshold, Footprint, TileGrid, TileRect, TILE_SIZE};

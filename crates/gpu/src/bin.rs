@@ -1,4 +1,5 @@
-//! The bin stage on the GPU: tile intersection counting (`tile_count.wgsl`), prefix sum
+//! The bin stage on the GPU: tile intersection counting (`tile_count.wgsl`, each tile of a Gaussian's
+//! rect tested against its ellipse as [`splat_core::Footprint`] does), prefix sum
 //! (`prefix_sum.wgsl`), a stable radix sort of (tile, depth) keys over the tile bits this grid needs and
 //! the depth's 32 ([`GpuSort`]) and the tiles' ranges (`tile_ranges.wgsl`). The list equals the reference's: ascending tile, then depth, then id.
 //!
@@ -30,6 +31,32 @@ pub struct BinBuffers {
     pub ranges: wgpu::Buffer,
 }
 
+/// What the bin reads of a projection on the device (`project.wgsl`'s outputs).
+pub struct BinInputs<'a> {
+    pub radii: &'a wgpu::Buffer,
+    /// 4 u32 (x0, y0, x1, y1) per Gaussian.
+    pub rects: &'a wgpu::Buffer,
+    pub depths: &'a wgpu::Buffer,
+    pub means2d: &'a wgpu::Buffer,
+    pub conics: &'a wgpu::Buffer,
+    pub opacities: &'a wgpu::Buffer,
+    /// The blending rule's cut the tiles are tested at ([`splat_core::Footprint`]).
+    pub alpha_min: f32,
+}
+
+impl BinInputs<'_> {
+    /// The bindings of `count`'s inputs (`emit` reads the depths too, at 3).
+    pub(crate) fn bindings(&self) -> [(u32, &wgpu::Buffer); 5] {
+        [
+            (1, self.radii),
+            (2, self.rects),
+            (8, self.means2d),
+            (9, self.conics),
+            (10, self.opacities),
+        ]
+    }
+}
+
 /// The tile rectangles as the shaders read them: 4 u32 (x0, y0, x1, y1) per Gaussian.
 pub(crate) fn rect_words(projected: &Projected<f32>) -> Vec<u32> {
     projected
@@ -57,15 +84,13 @@ impl GpuBin {
         }
     }
 
-    /// Bins Gaussians whose `radii`, tile `rects` (4 u32 each) and `depths` are on the device.
+    /// Bins the Gaussians whose projection `input` holds on the device.
     pub fn record(
         &self,
         ctx: &GpuContext,
         n: u32,
         grid: &TileGrid,
-        radii: &wgpu::Buffer,
-        rects: &wgpu::Buffer,
-        depths: &wgpu::Buffer,
+        input: &BinInputs<'_>,
     ) -> Result<BinBuffers, GpuError> {
         let tiles = grid.num_tiles() as u32;
         let counts = ctx.storage("tile counts", (n as u64 + 1) * 4);
@@ -73,14 +98,11 @@ impl GpuBin {
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bin") });
         enc.clear_buffer(&counts, 0, None);
-        let params = [n, grid.tiles_x, 0, 0];
-        self.count.dispatch(
-            ctx,
-            &mut enc,
-            params,
-            &[(1, radii), (2, rects), (4, &counts)],
-            groups_for(n),
-        );
+        let params = [n, grid.tiles_x, input.alpha_min.to_bits(), 0];
+        let mut bindings = input.bindings().to_vec();
+        bindings.push((4, &counts));
+        self.count
+            .dispatch(ctx, &mut enc, params, &bindings, groups_for(n));
         self.scan.record(ctx, &mut enc, &counts, n + 1);
         ctx.submit(enc);
         // The one read-back: how many intersections to make room for.
@@ -100,21 +122,9 @@ impl GpuBin {
         let mut enc = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bin") });
-        self.emit.dispatch(
-            ctx,
-            &mut enc,
-            params,
-            &[
-                (1, radii),
-                (2, rects),
-                (3, depths),
-                (4, &counts),
-                (5, &a[0]),
-                (6, &a[1]),
-                (7, &a[2]),
-            ],
-            groups_for(n),
-        );
+        bindings.extend([(3, input.depths), (5, &a[0]), (6, &a[1]), (7, &a[2])]);
+        self.emit
+            .dispatch(ctx, &mut enc, params, &bindings, groups_for(n));
         if total > 0 {
             let plan = SortPlan::new(ctx, total);
             if self.sort.record(
@@ -148,7 +158,7 @@ impl GpuBin {
         })
     }
 
-    /// The per-stage interface: uploads `projected`'s radii, rectangles and depths, bins, reads back.
+    /// The per-stage interface: uploads what of `projected` the bin reads, bins, reads back.
     pub fn run(
         &self,
         ctx: &GpuContext,
@@ -157,10 +167,16 @@ impl GpuBin {
         out: &mut Bins,
     ) -> Result<(), GpuError> {
         let n = projected.len() as u32;
-        let radii = ctx.storage_from("radii", &projected.radii);
-        let rects = ctx.storage_from("rects", &rect_words(projected));
-        let depths = ctx.storage_from("depths", &projected.depths);
-        let bins = self.record(ctx, n, grid, &radii, &rects, &depths)?;
+        let input = BinInputs {
+            radii: &ctx.storage_from("radii", &projected.radii),
+            rects: &ctx.storage_from("rects", &rect_words(projected)),
+            depths: &ctx.storage_from("depths", &projected.depths),
+            means2d: &ctx.storage_from("means2d", projected.means2d.as_flattened()),
+            conics: &ctx.storage_from("conics", projected.conics.as_flattened()),
+            opacities: &ctx.storage_from("opacities", &projected.opacities),
+            alpha_min: projected.alpha_min as f32,
+        };
+        let bins = self.record(ctx, n, grid, &input)?;
         out.gaussian_ids = ctx.read(&bins.ids, bins.intersections as usize)?;
         let ranges: Vec<u32> = ctx.read(&bins.ranges, grid.num_tiles() * 2)?;
         out.tile_ranges = ranges.chunks_exact(2).map(|r| [r[0], r[1]]).collect();

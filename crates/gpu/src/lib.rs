@@ -27,7 +27,7 @@ pub mod timing;
 
 pub use adam::GpuAdam;
 pub use backend::GpuBackend;
-pub use bin::GpuBin;
+pub use bin::{BinInputs, GpuBin};
 pub use context::{AdapterChoice, GpuContext, GpuError};
 pub use densify::GpuDensifyStats;
 pub use loss::GpuLoss;

@@ -274,6 +274,7 @@ impl GpuProject {
     ) -> Result<(), GpuError> {
         let n = gaussians.len();
         out.resize(n);
+        out.alpha_min = settings.cutoffs.alpha_min;
         if n == 0 {
             return Ok(());
         }

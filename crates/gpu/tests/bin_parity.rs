@@ -1,6 +1,8 @@
 //! The GPU bin stage against the reference: the same intersection list (tile, then depth, then id) and
 //! the same tile ranges, exactly, on scenes large enough for three levels of prefix sum, and with the
-//! per-dimension workgroup limit lowered so every kernel runs as a 2D dispatch.
+//! per-dimension workgroup limit lowered so every kernel runs as a 2D dispatch. The scenes hold
+//! Gaussians of every opacity, some under `alpha_min` (visible, in no tile: their rects are empty, and
+//! inverted), so the ellipse test (`splat_core::Footprint`) keeps and leaves out tiles both ways.
 
 mod common;
 
@@ -11,17 +13,21 @@ use splat_gpu::{GpuBin, GpuContext};
 use splat_render::{bin, project, Bins, Projected, RenderSettings};
 
 fn projected(seed: u64, count: usize, w: u32, h: u32) -> Projected<f32> {
-    let g = random_scene(
+    let mut g = random_scene(
         seed,
         &RandomSceneOptions {
             count,
             sh_degree: 0,
             extent: 2.0,
             log_scale_range: (-4.5, -1.0),
-            ..Default::default()
+            opacity_range: (0.001, 0.99),
         },
     )
     .cast::<f32>();
+    // Every 9th under alpha_min (1/255): visible, in no tile.
+    for i in (0..g.len()).step_by(9) {
+        g.opacity_logits[i] = (0.002f32 / 0.998).ln();
+    }
     let cam = Camera::look_at([0.3, -0.2, -3.0], [0.0; 3], [0.0, -1.0, 0.0], 60.0, w, h);
     let mut p = Projected::default();
     project::project(&g, &cam, &RenderSettings::new(0), &mut p);
@@ -40,6 +46,29 @@ fn check(ctx: &GpuContext, p: &Projected<f32>, w: u32, h: u32) -> usize {
     GpuBin::new(ctx)
         .run(ctx, p, &grid, &mut gpu)
         .expect("GPU bin");
+    // The cases are there: Gaussians visible in no tile, and tiles of rects the ellipse leaves out.
+    let visible = (0..p.len()).filter(|&i| p.radii[i] > 0);
+    let in_none = visible
+        .clone()
+        .filter(|&i| p.tiles(i).next().is_none())
+        .count();
+    let inverted = visible
+        .clone()
+        .filter(|&i| p.tile_rects[i].x0 > p.tile_rects[i].x1)
+        .count();
+    let rect_area: usize = visible.map(|i| p.tile_rects[i].area()).sum();
+    if !p.is_empty() {
+        // An inverted rect once counted as (x1 - x0) (y1 - y0) in u32: the whole grid, wrapped twice.
+        assert!(
+            in_none > 0 && inverted > 0,
+            "{in_none} visible Gaussians without tiles, {inverted} inverted rects"
+        );
+        assert!(
+            reference.num_intersections() * 20 < rect_area * 19,
+            "{} intersections of {rect_area} rect tiles",
+            reference.num_intersections()
+        );
+    }
     assert_eq!(gpu.tile_ranges, reference.tile_ranges, "tile ranges");
     assert_eq!(
         gpu.gaussian_ids, reference.gaussian_ids,

@@ -155,7 +155,7 @@ fn rasterize_forward_matches_reference() {
     };
     // Odd sizes (partial tiles), dense scenes (lists longer than one 256 batch, early termination).
     compare(&ctx, 1, 400, 64, 48, Cutoffs::ORIGINAL);
-    let (longest, stopped) = compare(&ctx, 2, 6000, 203, 117, Cutoffs::ORIGINAL);
+    let (longest, stopped) = compare(&ctx, 2, 7000, 203, 117, Cutoffs::ORIGINAL);
     assert!(
         longest > 512,
         "lists should span several batches: {longest}"

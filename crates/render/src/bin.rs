@@ -1,4 +1,5 @@
-//! The bin stage: list every visible Gaussian in each tile its rectangle covers, sort by (tile, depth) and
+//! The bin stage: list every visible Gaussian in each tile of its rectangle its ellipse reaches
+//! ([`Projected::tiles`]), sort by (tile, depth) and
 //! give each tile its `[start, end)` range of the sorted list.
 //!
 //! The order within a tile is ascending camera-space depth, ties broken by Gaussian id, so it is a total
@@ -21,14 +22,9 @@ pub fn sort_key(tile: u32, depth: f32) -> u64 {
 /// Bins the visible Gaussians of `projected` into `out`.
 pub fn bin<F: Real>(projected: &Projected<F>, grid: &TileGrid, out: &mut Bins) {
     let mut entries: Vec<(u32, F, u32)> = Vec::new();
-    for (id, rect) in projected.tile_rects.iter().enumerate() {
-        if projected.radii[id] == 0 {
-            continue;
-        }
-        for ty in rect.y0..rect.y1 {
-            for tx in rect.x0..rect.x1 {
-                entries.push((ty * grid.tiles_x + tx, projected.depths[id], id as u32));
-            }
+    for id in 0..projected.len() {
+        for (tx, ty) in projected.tiles(id) {
+            entries.push((ty * grid.tiles_x + tx, projected.depths[id], id as u32));
         }
     }
     entries.sort_by(|a, b| {

@@ -4,7 +4,9 @@
 //! It implements the same image function as the tiled path. That function includes the original 3DGS's
 //! support rule: a Gaussian reaches a pixel only when the pixel's tile is inside the Gaussian's tile
 //! rectangle (its 3-sigma square rounded out to tiles). The 3-sigma cut is part of the original algorithm
-//! (a Gaussian can still have alpha >= 1/255 beyond it), so the twin must apply it too to agree.
+//! (a Gaussian can still have alpha >= 1/255 beyond it), so the twin must apply it too to agree. The
+//! bin's exact ellipse test ([`splat_core::Footprint`]) is not applied here: it only leaves out tiles
+//! where no pixel blends the Gaussian, and the tiled path matching this twin is what shows it.
 
 use std::cmp::Ordering;
 

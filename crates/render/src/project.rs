@@ -241,6 +241,7 @@ pub fn project<F: Real>(
     out: &mut Projected<F>,
 ) {
     out.resize(gaussians.len());
+    out.alpha_min = settings.cutoffs.alpha_min;
     let ctx = ProjectContext::new(gaussians, camera, settings);
     project_range(gaussians, &ctx, out.slices_mut());
 }

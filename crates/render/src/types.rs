@@ -1,7 +1,7 @@
 //! Buffers passed between stages. Every stage writes into a caller-owned buffer, resizing it to the
 //! problem size; capacity is kept, so a steady-state loop allocates nothing once buffers have grown.
 
-use splat_core::{Gaussians, Real, TileRect};
+use splat_core::{Footprint, Gaussians, Real, TileRect};
 
 /// Thresholds of the blending rule. [`Cutoffs::ORIGINAL`] is the original 3DGS rule and the default;
 /// [`Cutoffs::SMOOTH`] switches the discontinuous cuts off, which only gradient tests use (the rendered
@@ -81,8 +81,9 @@ pub struct Projected<F> {
     pub depths: Vec<F>,
     /// `ceil(3 sqrt(largest eigenvalue))` in pixels; 0 when culled.
     pub radii: Vec<u32>,
-    /// Tiles the Gaussian is listed in: those of its 3-sigma square that its `alpha >= alpha_min` box
-    /// reaches (possibly none for a visible Gaussian, see `project::visible_box`).
+    /// The bounding rectangle of the tiles the Gaussian is listed in: those of its 3-sigma square that its
+    /// `alpha >= alpha_min` box reaches (possibly none for a visible Gaussian, see
+    /// `project::visible_box`). It is listed in those of them its ellipse reaches ([`Projected::tiles`]).
     pub tile_rects: Vec<TileRect>,
     /// `sigmoid(opacity_logit)`.
     pub opacities: Vec<F>,
@@ -90,6 +91,8 @@ pub struct Projected<F> {
     pub colors: Vec<[F; 3]>,
     /// Channels whose colour was clamped at 0 (their gradient is zero).
     pub color_clamped: Vec<[bool; 3]>,
+    /// The blending rule's `alpha_min` the tiles are cut at ([`Footprint`]); 0 lists every tile of a rect.
+    pub alpha_min: f64,
 }
 
 impl<F: Real> Projected<F> {
@@ -103,6 +106,31 @@ impl<F: Real> Projected<F> {
 
     pub fn num_visible(&self) -> usize {
         self.radii.iter().filter(|&&r| r > 0).count()
+    }
+
+    /// Gaussian `i`'s exact `alpha >= alpha_min` ellipse, in f32 whatever `F` (as every backend tests it).
+    pub fn footprint(&self, i: usize) -> Footprint {
+        let f = |v: F| v.as_f64() as f32;
+        Footprint::new(
+            self.means2d[i].map(f),
+            self.conics[i].map(f),
+            f(self.opacities[i]),
+            self.alpha_min as f32,
+        )
+    }
+
+    /// The tiles `(tx, ty)` visible Gaussian `i` is listed in, row by row: those of its rect its
+    /// footprint reaches. Every backend's bin lists exactly these.
+    pub fn tiles(&self, i: usize) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let rect = self.tile_rects[i];
+        let footprint = (self.radii[i] > 0 && !rect.is_empty()).then(|| self.footprint(i));
+        let ys = if footprint.is_some() {
+            rect.y0..rect.y1
+        } else {
+            0..0
+        };
+        ys.flat_map(move |ty| (rect.x0..rect.x1).map(move |tx| (tx, ty)))
+            .filter(move |&(tx, ty)| footprint.is_some_and(|f| f.reaches(tx, ty)))
     }
 
     /// All arrays as one splittable range.

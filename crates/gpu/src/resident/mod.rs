@@ -50,7 +50,7 @@ use splat_train::resident::{
 use splat_train::state::{group_width, GROUPS};
 use splat_train::TrainState;
 
-use crate::bin::bits_for;
+use crate::bin::{bits_for, BinInputs};
 use crate::context::{GpuContext, GpuError};
 use crate::densify::StatsParams;
 use crate::kernel::{

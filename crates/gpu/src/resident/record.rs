@@ -194,20 +194,23 @@ impl GpuResident {
         let (ctx, scene, list, grid) = (t.ctx, t.scene, t.list, &t.images.grid);
         let n = scene.n as u32;
         let tiles = grid.num_tiles() as u32;
-        let (rects, radii, depths) = (
-            &scene.projected[4],
-            &scene.projected[3],
-            &scene.projected[2],
-        );
+        let input = BinInputs {
+            radii: &scene.projected[3],
+            rects: &scene.projected[4],
+            depths: &scene.projected[2],
+            means2d: &scene.projected[0],
+            conics: &scene.projected[1],
+            opacities: &scene.projected[5],
+            alpha_min: t.settings.cutoffs.alpha_min as f32,
+        };
+        let params = [n, grid.tiles_x, input.alpha_min.to_bits(), list.capacity];
         enc.stage(STAGE_BIN);
         enc.clear(&scene.counts);
-        self.bin.count.dispatch(
-            ctx,
-            enc,
-            [n, grid.tiles_x, 0, 0],
-            &[(1, radii), (2, rects), (4, &scene.counts)],
-            groups_for(n),
-        );
+        let mut bindings = input.bindings().to_vec();
+        bindings.push((4, &scene.counts));
+        self.bin
+            .count
+            .dispatch(ctx, enc, params, &bindings, groups_for(n));
         self.scan
             .record_planned(ctx, enc, &scene.counts, &scene.count_scan, n + 1);
         enc.hole(HOLE_OVERFLOW);
@@ -219,21 +222,15 @@ impl GpuResident {
             &[(9, &a[0]), (10, &a[1])],
             groups_for(list.capacity),
         );
-        self.bin.emit.dispatch(
-            ctx,
-            enc,
-            [n, grid.tiles_x, 0, list.capacity],
-            &[
-                (1, radii),
-                (2, rects),
-                (3, depths),
-                (4, &scene.counts),
-                (5, &a[0]),
-                (6, &a[1]),
-                (7, if atomic { &a[2] } else { &list.emitted }),
-            ],
-            groups_for(n),
-        );
+        bindings.extend([
+            (3, input.depths),
+            (5, &a[0]),
+            (6, &a[1]),
+            (7, if atomic { &a[2] } else { &list.emitted }),
+        ]);
+        self.bin
+            .emit
+            .dispatch(ctx, enc, params, &bindings, groups_for(n));
         let c = list.capacity;
         // Padding keys hold tile `tiles`: one more tile value to sort. For the records' gather the sort
         // also writes where each emitted entry went.

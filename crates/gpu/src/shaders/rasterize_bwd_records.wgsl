@@ -1,9 +1,9 @@
 // Rasterize backward with per-intersection records (composed after `rasterize_bwd.wgsl`): `tiles` stores
-// each intersection's 9 sums, then `gather`, an invocation per Gaussian, finds its entry in each tile it
-// touches (binary search on (depth, id), the list's order) and adds the records in tile order, the order
-// the fast CPU path uses: deterministic, no atomics. `gather_indexed` (the resident trainer's) adds the
-// same records in the same order without a search: a Gaussian's entries were emitted in tile order at
-// its offset in the tile counts' scan, and the sort wrote where each went (`sort.rs`, `Inverse`).
+// each intersection's 9 sums, then `gather`, an invocation per Gaussian, finds its entry in each tile of
+// its rect (binary search on (depth, id), the list's order; a tile its ellipse misses holds none) and
+// adds the records in tile order, the order the fast CPU path uses: deterministic, no atomics.
+// `gather_indexed` (the resident trainer's) adds the same records in the same order without a search: a
+// Gaussian's entries were emitted in tile order at its offset in the tile counts' scan, and the sort wrote where each went (`sort.rs`, `Inverse`).
 
 // 9 values per intersection in three planes of 3 (each its own binding, so a list three times longer fits
 // a device's binding limit), cleared to zero before `tiles`.
@@ -88,6 +88,10 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
             for (var tx = r.x; tx < r.z; tx++) {
                 let range = ranges[ty * params.dims.z + tx];
                 let k = find(range.x, range.y, d, i);
+                // Tiles of the rect the ellipse does not reach hold no entry of this Gaussian.
+                if k >= range.y || ids[k] != i {
+                    continue;
+                }
                 for (var c = 0u; c < 9u; c++) {
                     acc[c] += record(k, c);
                 }

@@ -10,14 +10,9 @@ pub fn bin(projected: &Projected<f32>, grid: &TileGrid, out: &mut Bins) {
     out.tile_ranges.clear();
     out.tile_ranges.resize(num_tiles, [0, 0]);
     // Counts, stored in tile_ranges[t][1] for now.
-    for (i, rect) in projected.tile_rects.iter().enumerate() {
-        if projected.radii[i] == 0 {
-            continue;
-        }
-        for ty in rect.y0..rect.y1 {
-            for tx in rect.x0..rect.x1 {
-                out.tile_ranges[(ty * grid.tiles_x + tx) as usize][1] += 1;
-            }
+    for i in 0..projected.len() {
+        for (tx, ty) in projected.tiles(i) {
+            out.tile_ranges[(ty * grid.tiles_x + tx) as usize][1] += 1;
         }
     }
     let mut offset = 0u32;
@@ -29,16 +24,11 @@ pub fn bin(projected: &Projected<f32>, grid: &TileGrid, out: &mut Bins) {
     out.gaussian_ids.clear();
     out.gaussian_ids.resize(offset as usize, 0);
     // Scatter in id order; tile_ranges[t][1] is the fill cursor and ends at the range end.
-    for (i, rect) in projected.tile_rects.iter().enumerate() {
-        if projected.radii[i] == 0 {
-            continue;
-        }
-        for ty in rect.y0..rect.y1 {
-            for tx in rect.x0..rect.x1 {
-                let r = &mut out.tile_ranges[(ty * grid.tiles_x + tx) as usize];
-                out.gaussian_ids[r[1] as usize] = i as u32;
-                r[1] += 1;
-            }
+    for i in 0..projected.len() {
+        for (tx, ty) in projected.tiles(i) {
+            let r = &mut out.tile_ranges[(ty * grid.tiles_x + tx) as usize];
+            out.gaussian_ids[r[1] as usize] = i as u32;
+            r[1] += 1;
         }
     }
     // Sort each tile's slice by (depth, id), tiles in parallel (recursive halving: no allocation).

@@ -73,6 +73,7 @@ impl Backend for CpuBackend {
         out: &mut Projected<f32>,
     ) {
         out.resize(gaussians.len());
+        out.alpha_min = settings.cutoffs.alpha_min;
         let ctx = project::ProjectContext::new(gaussians, camera, settings);
         split_range(
             out.slices_mut(),
