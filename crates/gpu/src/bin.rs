@@ -12,7 +12,7 @@ use splat_render::{Bins, Projected};
 use crate::context::{GpuContext, GpuError};
 use crate::kernel::{groups_for, module, Kernel};
 use crate::scan::GpuScan;
-use crate::sort::{GpuSort, SortPlan};
+use crate::sort::{GpuSort, SortPlan, SortWith};
 
 pub struct GpuBin {
     pub(crate) count: Kernel,
@@ -135,7 +135,7 @@ impl GpuBin {
                 32 + bits_for(tiles),
                 &a,
                 &b,
-                None,
+                &SortWith::default(),
             ) {
                 std::mem::swap(&mut a, &mut b);
             }
@@ -144,8 +144,8 @@ impl GpuBin {
         self.ranges.dispatch(
             ctx,
             &mut enc,
-            [total, tiles, 0, 0],
-            &[(1, &a[0]), (2, &ranges)],
+            [total, tiles, n + 1, 0],
+            &[(1, &a[0]), (2, &ranges), (3, &counts)],
             groups_for(total),
         );
         ctx.submit(enc);

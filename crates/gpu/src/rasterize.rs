@@ -1,5 +1,5 @@
-//! Rasterize forward on the GPU (`shaders/rasterize_fwd.wgsl`): a workgroup per tile, a pixel per
-//! invocation, the tile's Gaussians staged through workgroup memory in batches of 256.
+//! Rasterize forward on the GPU (`shaders/rasterize_fwd.wgsl`): a workgroup per tile, one or more pixels
+//! per invocation, the tile's Gaussians staged through workgroup memory in batches of 256.
 
 use splat_core::TileGrid;
 use splat_render::{Bins, Projected, ProjectedGrads, RasterOutput, RenderSettings};
@@ -77,6 +77,27 @@ impl WaveShape {
                 cache: None,
             })
     }
+}
+
+/// The forward with `pixels` pixels per invocation (`rasterize_fwd.wgsl`'s PIXELS).
+fn forward_pipeline(
+    ctx: &GpuContext,
+    module: &wgpu::ShaderModule,
+    pixels: u32,
+) -> wgpu::ComputePipeline {
+    let constants = [("PIXELS", pixels as f64)];
+    ctx.device
+        .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("rasterize forward"),
+            layout: None,
+            module,
+            entry_point: Some("main"),
+            compilation_options: wgpu::PipelineCompilationOptions {
+                constants: &constants,
+                ..Default::default()
+            },
+            cache: None,
+        })
 }
 
 /// How the rasterize backward sums a Gaussian's per-tile gradients.
@@ -173,12 +194,37 @@ impl GpuRasterize {
         Self::with_wave(ctx, WaveShape::for_device(ctx))
     }
 
+    /// Pixels per invocation of the forward for `ctx`'s device: 1 on hardware (workgroup memory at
+    /// register speed, many invocations to hide latency), 4 on a CPU device, where every workgroup
+    /// memory read is a loop over the SIMD lanes and a staged Gaussian read once serves 4 pixels
+    /// (BENCHMARKS.md, "The forward, 4 pixels an invocation on lavapipe").
+    pub fn forward_pixels_for(ctx: &GpuContext) -> u32 {
+        if ctx.is_software() {
+            4
+        } else {
+            1
+        }
+    }
+
     /// The stage with the backward's wavefront `wave` (it changes the speed, never the bits).
     ///
     /// # Panics
     /// If `wave` is not valid (`WaveShape::is_valid`).
     pub fn with_wave(ctx: &GpuContext, wave: WaveShape) -> Self {
+        Self::with_shapes(ctx, wave, Self::forward_pixels_for(ctx))
+    }
+
+    /// The stage with the backward's wavefront `wave` and `forward_pixels` pixels per invocation of
+    /// the forward (1, 2 or 4). Neither changes a bit, only the speed.
+    ///
+    /// # Panics
+    /// If `wave` is not valid (`WaveShape::is_valid`) or `forward_pixels` is not 1, 2 or 4.
+    pub fn with_shapes(ctx: &GpuContext, wave: WaveShape, forward_pixels: u32) -> Self {
         assert!(wave.is_valid(), "invalid backward wavefront {wave:?}");
+        assert!(
+            matches!(forward_pixels, 1 | 2 | 4),
+            "forward pixels per invocation must be 1, 2 or 4, not {forward_pixels}"
+        );
         let fwd = module(ctx, "rasterize_fwd.wgsl", crate::shaders::RASTERIZE_FWD);
         let bwd = module(ctx, "rasterize_bwd.wgsl", crate::shaders::RASTERIZE_BWD);
         let atomic = module(
@@ -199,7 +245,7 @@ impl GpuRasterize {
             }
         };
         GpuRasterize {
-            forward: pipeline(&fwd, "rasterize forward", "main"),
+            forward: forward_pipeline(ctx, &fwd, forward_pixels),
             backward_tiles: pipeline(&bwd, "rasterize backward (tiles)", "tiles"),
             backward_gather: pipeline(&bwd, "rasterize backward (gather)", "gather"),
             backward_gather_indexed: pipeline(

@@ -7,7 +7,9 @@
 //! The order is the reference's exactly: ascending key, ties in input order (every count is an integer
 //! sum, so no device or workgroup size changes it). The plain twin is a stable sort on the host
 //! (`tests/sort_parity.rs`). A sort *with an inverse* ([`Inverse`]) also writes where each input entry
-//! went, in its last pass: the resident rasterize backward finds a Gaussian's entries through it.
+//! went, in its last pass: the resident rasterize backward finds a Gaussian's entries through it. A sort
+//! with a *live count* ([`LiveCount`]) sorts only as many entries as a device buffer says (the resident
+//! step's intersections, in a list sized by capacity), with no padding to sort and no read-back.
 
 use crate::context::GpuContext;
 use crate::kernel::{Kernel, Recorder};
@@ -23,8 +25,8 @@ pub struct GpuSort {
     histogram: Kernel,
     scatter: Kernel,
     scan: GpuScan,
-    /// Bound at `emitted` and `inverse` by a sort without an inverse (two: one is read, one written).
-    placeholders: [wgpu::Buffer; 2],
+    /// Bound at `emitted`, `inverse` and `live` by a sort without them (one written, two read).
+    placeholders: [wgpu::Buffer; 3],
 }
 
 /// Where a sort with an inverse reads the emitted payloads and writes each input's sorted position.
@@ -33,6 +35,22 @@ pub struct Inverse<'a> {
     pub emitted: &'a wgpu::Buffer,
     /// Written: `inverse[input index] = sorted position`.
     pub inverse: &'a wgpu::Buffer,
+}
+
+/// Where a sort reads how many of its entries to sort: `buffer[index]` (at most the `n` recorded).
+#[derive(Clone, Copy)]
+pub struct LiveCount<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub index: u32,
+}
+
+/// What a sort takes besides its entries.
+#[derive(Default)]
+pub struct SortWith<'a> {
+    /// Write where each input went (see [`Inverse`]).
+    pub inverse: Option<Inverse<'a>>,
+    /// Sort only the first `min(live, n)` entries; those past them are neither read nor written.
+    pub live: Option<LiveCount<'a>>,
 }
 
 /// The buffers of sorts of up to `capacity` entries, made once and reused.
@@ -91,15 +109,19 @@ impl GpuSort {
             histogram: Kernel::new(ctx, &m, "radix histogram", "histogram"),
             scatter: Kernel::new(ctx, &m, "radix scatter", "scatter"),
             scan: GpuScan::new(ctx),
-            placeholders: [ctx.storage("no emitted", 16), ctx.storage("no inverse", 16)],
+            placeholders: [
+                ctx.storage("no emitted", 16),
+                ctx.storage("no inverse", 16),
+                ctx.storage("no live count", 16),
+            ],
         }
     }
 
     /// Records the stable sort of the first `n` entries of `a` (key high, key low, payload) by their
     /// lowest `key_bits` bits (1 to 64; bits 32 and up are the high word's), ping-ponging with `b`.
     /// Returns true when the sorted entries end in `b` (an odd number of passes), false for `a`. With
-    /// `inverse`, the payloads come from `inverse.emitted` and each input's position is written (see
-    /// [`Inverse`]).
+    /// `with.inverse`, the payloads come from `inverse.emitted` and each input's position is written
+    /// (see [`Inverse`]); with `with.live`, only the first `min(live, n)` entries are sorted.
     #[allow(clippy::too_many_arguments)]
     pub fn record(
         &self,
@@ -110,7 +132,7 @@ impl GpuSort {
         key_bits: u32,
         a: &[wgpu::Buffer; 3],
         b: &[wgpu::Buffer; 3],
-        inverse: Option<&Inverse<'_>>,
+        with: &SortWith<'_>,
     ) -> bool {
         assert!(
             n <= plan.capacity,
@@ -120,9 +142,11 @@ impl GpuSort {
         assert!((1..=64).contains(&key_bits), "{key_bits} key bits");
         let (mut src, mut dst) = (a, b);
         let blocks = blocks(n);
-        let [no_emitted, no_inverse] = &self.placeholders;
+        let [no_emitted, no_inverse, no_live] = &self.placeholders;
+        let inverse = with.inverse.as_ref();
         let (emitted, written) =
             inverse.map_or((no_emitted, no_inverse), |i| (i.emitted, i.inverse));
+        let (live, live_at) = with.live.map_or((no_live, 0), |l| (l.buffer, l.index + 1));
         let last = passes(key_bits) - 1;
         for pass in 0..=last {
             let shift = pass * RADIX_BITS;
@@ -135,7 +159,7 @@ impl GpuSort {
                 blocks,
                 with_inverse * (pass == 0) as u32,
                 with_inverse * (pass == last) as u32,
-                0,
+                live_at,
                 0,
             ];
             let params: &[u8] = bytemuck::cast_slice(&params);
@@ -143,7 +167,7 @@ impl GpuSort {
                 ctx,
                 enc,
                 params,
-                &[(1, &src[0]), (2, &src[1]), (4, &plan.offsets)],
+                &[(1, &src[0]), (2, &src[1]), (4, &plan.offsets), (10, live)],
                 blocks,
             );
             self.scan
@@ -162,6 +186,7 @@ impl GpuSort {
                     (7, &dst[2]),
                     (8, emitted),
                     (9, written),
+                    (10, live),
                 ],
                 blocks,
             );
@@ -206,8 +231,11 @@ impl GpuSort {
             emitted: &emitted,
             inverse: &positions,
         };
-        let with = inverse.then_some(&inv);
-        let in_b = self.record(ctx, &mut enc, &plan, n as u32, key_bits, &a, &b, with);
+        let with = SortWith {
+            inverse: inverse.then_some(inv),
+            live: None,
+        };
+        let in_b = self.record(ctx, &mut enc, &plan, n as u32, key_bits, &a, &b, &with);
         ctx.submit(enc);
         let out = if in_b { &b } else { &a };
         Ok([
@@ -219,6 +247,48 @@ impl GpuSort {
             } else {
                 Vec::new()
             },
+        ])
+    }
+
+    /// Sorts the first `live` of the `(hi, lo, payload)` entries, with `live` read from a device buffer
+    /// (a sort recorded for all of them), and reads back whole planes (for tests): the sorted entries,
+    /// then whatever the output planes held past them (`u32::MAX` where the sort wrote nothing).
+    pub fn sort_live(
+        &self,
+        ctx: &GpuContext,
+        hi: &[u32],
+        lo: &[u32],
+        payload: &[u32],
+        key_bits: u32,
+        live: u32,
+    ) -> Result<[Vec<u32>; 3], crate::GpuError> {
+        let n = payload.len();
+        assert!(hi.len() == n && lo.len() == n, "planes of one length");
+        let poison = vec![u32::MAX; n];
+        let a = [hi, lo, payload].map(|p| ctx.storage_from("entries", p));
+        let b = [0, 1, 2].map(|_| ctx.storage_from("sorted", &poison));
+        // The count sits past a word of something else, as the intersections do in a scan.
+        let count = ctx.storage_from("live count", &[7, live]);
+        let plan = SortPlan::new(ctx, n as u32);
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("sort (live count)"),
+            });
+        let with = SortWith {
+            inverse: None,
+            live: Some(LiveCount {
+                buffer: &count,
+                index: 1,
+            }),
+        };
+        let in_b = self.record(ctx, &mut enc, &plan, n as u32, key_bits, &a, &b, &with);
+        ctx.submit(enc);
+        let out = if in_b { &b } else { &a };
+        Ok([
+            ctx.read(&out[0], n)?,
+            ctx.read(&out[1], n)?,
+            ctx.read(&out[2], n)?,
         ])
     }
 }

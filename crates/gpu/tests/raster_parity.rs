@@ -167,6 +167,44 @@ fn rasterize_forward_matches_reference() {
     compare(&ctx, 3, 2000, 96, 80, Cutoffs::SMOOTH);
 }
 
+/// Pixels per invocation of the forward change the speed, never the bits: 1, 2 and 4 give the same image,
+/// transmittance and contributor counts exactly, on a scene with lists over several batches.
+#[test]
+fn the_forward_pixels_per_invocation_change_no_bits() {
+    let Some(ctx) = common::context(|_| {}) else {
+        return;
+    };
+    let mut settings = RenderSettings::new(1);
+    settings.background = [0.2, 0.5, 0.9];
+    let (p, bins, grid) = frame(2, 7000, 203, 117, &settings);
+    let wave = splat_gpu::WaveShape::for_device(&ctx);
+    let render = |pixels| {
+        let mut out = RasterOutput::default();
+        out.resize(grid.width, grid.height);
+        out.poison();
+        GpuRasterize::with_shapes(&ctx, wave, pixels)
+            .forward(&ctx, &p, &bins, &grid, &settings, &mut out)
+            .expect("GPU forward");
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        (
+            bits(&out.image),
+            bits(&out.final_transmittance),
+            out.n_contrib,
+        )
+    };
+    let longest = bins.tile_ranges.iter().map(|r| r[1] - r[0]).max();
+    assert!(
+        longest > Some(512),
+        "lists should span batches: {longest:?}"
+    );
+    let one = render(1);
+    assert!(one.2.iter().any(|&n| n > 0), "nothing drawn");
+    assert!(one.0.iter().all(|&b| f32::from_bits(b).is_finite()));
+    for pixels in [2, 4] {
+        assert!(one == render(pixels), "{pixels} pixels an invocation");
+    }
+}
+
 /// `|a - b| <= rel max(|a|, |b|) + 1e-5 max|b|` elementwise.
 fn close(what: &str, a: &[f32], b: &[f32], rel: f32) {
     assert_eq!(a.len(), b.len(), "{what}: lengths");

@@ -169,3 +169,42 @@ fn sort_with_an_inverse_places_and_reports_every_entry() {
         }
     }
 }
+
+/// With a live count on the device, only that many entries are sorted (as the host sorts them) and
+/// nothing past them is read or written: for an odd pass count the output planes keep their poison
+/// there, for an even one (the output is the input's planes) the input. Counts inside a block, on a
+/// block boundary, zero and all.
+#[test]
+fn sort_with_a_live_count_sorts_only_those_entries() {
+    let Some(ctx) = context(|_| {}) else { return };
+    let sort = GpuSort::new(&ctx);
+    let n = 3 * BLOCK as usize + 100;
+    let (hi, lo) = keys(31, n, 500);
+    let payload: Vec<u32> = (0..n as u32).map(|i| i ^ 0x5555).collect();
+    for (live, bits) in [
+        (1500usize, 8u32),
+        (2 * BLOCK as usize, 16),
+        (0, 8),
+        (n, 40),
+        (7, 42),
+    ] {
+        let [gh, gl, gp] = sort
+            .sort_live(&ctx, &hi, &lo, &payload, bits, live as u32)
+            .expect("GPU sort");
+        let mut order: Vec<usize> = (0..live).collect();
+        order.sort_by_key(|&i| masked(hi[i], lo[i], bits));
+        let what = format!("{live} live of {n}, {bits} bits");
+        let head = |v: &[u32]| order.iter().map(|&i| v[i]).collect::<Vec<_>>();
+        assert_eq!(gp[..live], head(&payload)[..], "payloads, {what}");
+        assert_eq!(gh[..live], head(&hi)[..], "high words, {what}");
+        assert_eq!(gl[..live], head(&lo)[..], "low words, {what}");
+        let odd = passes(bits) % 2 == 1;
+        for (out, input) in [(&gh, &hi), (&gl, &lo), (&gp, &payload)] {
+            let untouched = out[live..]
+                .iter()
+                .zip(&input[live..])
+                .all(|(&o, &i)| o == if odd { u32::MAX } else { i });
+            assert!(untouched, "entries past the live count changed, {what}");
+        }
+    }
+}

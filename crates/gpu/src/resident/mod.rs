@@ -3,15 +3,15 @@
 //! device, and one submission runs up to [`SUBMIT_STEPS`] training steps:
 //!
 //! per step: draw the view and write its camera blocks and target image (`resident.wgsl`); project; count
-//! tile intersections and scan; check the list's capacity; pad, emit and sort the list; tile ranges;
+//! tile intersections and scan; check the list's capacity; emit and sort the list; tile ranges;
 //! rasterize; loss; rasterize backward; project backward; check the gradients are finite; densification
 //! statistics; opacity reset when due; Adam (the per-step constants, learning rate and bias corrections,
 //! are known to the host when it records the block). A densification ends the block: the edit
 //! (`densify_edit.wgsl`) runs on the device and the host learns the new Gaussian count.
 //!
 //! Static shapes: the intersection list has a capacity, not the step's size, so every dispatch of a step
-//! has a size fixed when the block is recorded. Entries past the step's intersections are padding keys
-//! that sort last and belong to no tile. A step whose list would not fit, or whose loss or gradients are
+//! has a size fixed when the block is recorded. The sort and the tile ranges read the step's
+//! intersection count from the scan on the device (`sort::LiveCount`): entries past it are not touched. A step whose list would not fit, or whose loss or gradients are
 //! not finite, *halts* the submission: it and every later step change nothing (the state-changing
 //! kernels read the status word). After the submission the host reads back the only things it must: the
 //! status (8 words) and the loss row sums (3 x height floats per step, for the loss, L1, SSIM and PSNR it
@@ -63,7 +63,7 @@ use crate::project::{
 use crate::project_bwd_adam::{AdamStep, FusedBuffers};
 use crate::rasterize::{raster_params, BackwardSums, RasterInputs};
 use crate::scan::{GpuScan, ScanPlan};
-use crate::sort::{Inverse, SortPlan};
+use crate::sort::{Inverse, LiveCount, SortPlan, SortWith};
 use crate::timing::PassTimer;
 use crate::{GpuBin, GpuDensifyStats, GpuLoss, GpuProject, GpuProjectBackwardAdam, GpuRasterize};
 
@@ -91,7 +91,7 @@ fn adam_applies(s: &PlannedStep, g: usize) -> bool {
 const MIN_CAPACITY: u32 = 4096;
 
 /// A list for `needed` intersections with a quarter to spare (grown on overflow, shrunk when the steps
-/// need under a third of it).
+/// need under half of it: the sort's dispatches are sized by the capacity).
 fn list_size(needed: u32) -> u32 {
     needed
         .saturating_add(needed / 4)
@@ -99,9 +99,9 @@ fn list_size(needed: u32) -> u32 {
         .max(MIN_CAPACITY)
 }
 
-/// Key bits of a step's sort: the tile bits of `tiles` real tiles and the padding tile, then the depth's.
+/// Key bits of a step's sort: the tile bits of `tiles` tiles, then the depth's.
 fn sort_key_bits(tiles: u32) -> u32 {
-    32 + bits_for(tiles + 1)
+    32 + bits_for(tiles)
 }
 
 /// The most Gaussians the resident path holds: its widest per-Gaussian buffer bound whole, the projected
@@ -139,7 +139,6 @@ struct Kernels {
     select: Kernel,
     unpack: Kernel,
     overflow: Kernel,
-    padding: Kernel,
     commit: Kernel,
     classify: wgpu::ComputePipeline,
     scatter: wgpu::ComputePipeline,
@@ -274,7 +273,6 @@ impl GpuResident {
             select: Kernel::new(&ctx, &book, "select view", "select_view"),
             unpack: Kernel::new(&ctx, &book, "unpack target", "unpack_target"),
             overflow: Kernel::new(&ctx, &book, "check overflow", "check_overflow"),
-            padding: Kernel::new(&ctx, &book, "fill padding", "fill_padding"),
             commit: Kernel::new(&ctx, &book, "commit finite", "commit_finite"),
             classify: pipeline(&edit, "classify"),
             scatter: pipeline(&edit, "scatter"),

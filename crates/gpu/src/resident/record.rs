@@ -216,12 +216,6 @@ impl GpuResident {
         enc.hole(HOLE_OVERFLOW);
         let a = &list.a;
         let atomic = self.raster.sums == BackwardSums::Atomic;
-        t.book(
-            enc,
-            &self.k.padding,
-            &[(9, &a[0]), (10, &a[1])],
-            groups_for(list.capacity),
-        );
         bindings.extend([
             (3, input.depths),
             (5, &a[0]),
@@ -232,11 +226,18 @@ impl GpuResident {
             .emit
             .dispatch(ctx, enc, params, &bindings, groups_for(n));
         let c = list.capacity;
-        // Padding keys hold tile `tiles`: one more tile value to sort. For the records' gather the sort
-        // also writes where each emitted entry went.
-        let inverse = Inverse {
-            emitted: &list.emitted,
-            inverse: &list.inverse,
+        // The sort and the ranges take the step's intersections from the scan's last entry: nothing past
+        // them is sorted or read. For the records' gather the sort also writes where each entry went.
+        let live = LiveCount {
+            buffer: &scene.counts,
+            index: n,
+        };
+        let with = SortWith {
+            inverse: (!atomic).then_some(Inverse {
+                emitted: &list.emitted,
+                inverse: &list.inverse,
+            }),
+            live: Some(live),
         };
         let in_b = self.bin.sort.record(
             ctx,
@@ -246,15 +247,15 @@ impl GpuResident {
             sort_key_bits(tiles),
             &list.a,
             &list.b,
-            (!atomic).then_some(&inverse),
+            &with,
         );
         let sorted = if in_b { &list.b } else { &list.a };
         enc.clear(&self.ranges);
         self.bin.ranges.dispatch(
             ctx,
             enc,
-            [c, tiles, 0, 0],
-            &[(1, &sorted[0]), (2, &self.ranges)],
+            [c, tiles, n + 1, 0],
+            &[(1, &sorted[0]), (2, &self.ranges), (3, live.buffer)],
             groups_for(c),
         );
         sorted

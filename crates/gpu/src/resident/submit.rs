@@ -59,11 +59,13 @@ impl GpuResident {
     ) -> Result<(usize, bool), String> {
         match halt {
             None => {
-                // Every step sorts the whole list: shrink one much larger than the steps need.
+                // The sort's dispatches are sized by the capacity (workgroups past the step's
+                // intersections leave at once, but each still costs a launch): shrink a list over
+                // twice what the steps need (to a quarter over; the gap between is the hysteresis).
                 let capacity = self.capacity();
                 if self.initial_capacity.is_none()
                     && capacity > MIN_CAPACITY
-                    && self.most_needed < capacity / 3
+                    && self.most_needed < capacity / 2
                 {
                     self.replace_list(list_size(self.most_needed));
                     return Ok((0, false));
@@ -194,11 +196,14 @@ impl GpuResident {
         let bits = sort_key_bits(tiles as u32);
         let n = recorded.steps as u64;
         self.sort_passes += n * crate::sort::passes(bits) as u64;
-        self.sort_bytes += n * crate::sort::bytes(
-            self.capacity(),
-            bits,
-            self.raster.sums == BackwardSums::Records,
-        );
+        // The sort moves only a step's own intersections: count the most any step has needed so far
+        // (the capacity before one is known).
+        let live = match self.most_needed {
+            0 => self.capacity(),
+            most => most.min(self.capacity()),
+        };
+        self.sort_bytes +=
+            n * crate::sort::bytes(live, bits, self.raster.sums == BackwardSums::Records);
     }
 
     /// Waits for the submission of `steps` started from `recorded`: reads back its status and loss rows,

@@ -7,7 +7,8 @@
 //                entries of the same digit.
 // The rank needs no subgroup operations: per round of 256 entries every thread sets its bit in a 256-bit
 // mask of its digit (8 words, atomicOr), and its rank is the population count of the mask below its bit
-// plus the digit's count from the block's earlier rounds. Every count is exact, so the order is the
+// plus the digit's count from the block's earlier rounds. Each entry then clears the word it set (one
+// store an entry, not 8 a thread: a software device runs every workgroup atomic lane by lane). Every count is exact, so the order is the
 // same on every device: ascending key, ties in input order. Digits never straddle the two words (the
 // host makes passes of 8 bits from bit 0; 8 divides 32).
 //
@@ -15,6 +16,10 @@
 // input index as its payload (the payload plane is not read), and the last pass writes
 // `inverse[index] = position` and, as the sorted payload, `emitted[index]` (the payload the entries were
 // emitted with). The rasterize backward then finds a Gaussian's entries without a search.
+//
+// With `live_at` set, only the first min(live[live_at - 1], n) entries are sorted (the count a previous
+// dispatch left on the device, say the intersections of a list sized by capacity): blocks past them
+// write zero counts and leave, and the entries past them are neither read nor written.
 
 struct Params {
     n: u32,
@@ -24,7 +29,8 @@ struct Params {
     // Nonzero for the first and the last pass of a sort with an inverse.
     first: u32,
     last: u32,
-    pad0: u32,
+    // 1 + the index in `live` of the count of entries to sort; 0: all n.
+    live_at: u32,
     pad1: u32,
 }
 
@@ -45,6 +51,8 @@ const NONE: u32 = 0xffffffffu;
 // A sort with an inverse only (16-byte placeholders otherwise).
 @group(0) @binding(8) var<storage, read> emitted: array<u32>;
 @group(0) @binding(9) var<storage, read_write> inverse: array<u32>;
+// The live count (`live_at`; a 16-byte placeholder otherwise).
+@group(0) @binding(10) var<storage, read> live: array<u32>;
 
 var<workgroup> counts: array<atomic<u32>, 256>;
 // Per digit, 8 words: which of the round's 256 threads hold that digit.
@@ -52,16 +60,37 @@ var<workgroup> masks: array<atomic<u32>, 2048>;
 // Per digit, where the block's next entry of that digit goes.
 var<workgroup> next: array<u32, 256>;
 
-// The digit of entry i, or NONE past the end.
-fn digit_of(i: u32) -> u32 {
-    if i >= params.n {
-        return NONE;
+var<workgroup> live_n: u32;
+
+// Entries to sort (a uniform value: the workgroup's branches on it stay legal around barriers).
+fn entries(lid: u32) -> u32 {
+    if lid == 0u {
+        live_n = params.n;
+        if params.live_at != 0u {
+            live_n = min(live[params.live_at - 1u], params.n);
+        }
     }
+    return workgroupUniformLoad(&live_n);
+}
+
+// The digit of a key (high and low word).
+fn digit(hi: u32, lo: u32) -> u32 {
     let mask = (1u << params.bits) - 1u;
     if params.shift < 32u {
-        return (key_lo[i] >> params.shift) & mask;
+        return (lo >> params.shift) & mask;
     }
-    return (key_hi[i] >> (params.shift - 32u)) & mask;
+    return (hi >> (params.shift - 32u)) & mask;
+}
+
+// The digit of entry i, or NONE past the end (`m` entries): one word read.
+fn digit_of(i: u32, m: u32) -> u32 {
+    if i >= m {
+        return NONE;
+    }
+    if params.shift < 32u {
+        return digit(0u, key_lo[i]);
+    }
+    return digit(key_hi[i], 0u);
 }
 
 fn block_index(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
@@ -79,10 +108,15 @@ fn histogram(
     if block >= params.blocks {
         return;
     }
+    let m = entries(lid);
+    if block * BLOCK >= m {
+        offsets[lid * params.blocks + block] = 0u;
+        return;
+    }
     atomicStore(&counts[lid], 0u);
     workgroupBarrier();
     for (var r = 0u; r < ROUNDS; r = r + 1u) {
-        let d = digit_of(block * BLOCK + r * 256u + lid);
+        let d = digit_of(block * BLOCK + r * 256u + lid, m);
         if d != NONE {
             atomicAdd(&counts[d], 1u);
         }
@@ -101,28 +135,39 @@ fn scatter(
     if block >= params.blocks {
         return;
     }
+    let m = entries(lid);
+    if block * BLOCK >= m {
+        return;
+    }
     next[lid] = offsets[lid * params.blocks + block];
     let word = lid / 32u;
     let bit = 1u << (lid % 32u);
+    for (var k = 0u; k < 8u; k = k + 1u) {
+        atomicStore(&masks[lid * 8u + k], 0u);
+    }
+    workgroupBarrier();
     for (var r = 0u; r < ROUNDS; r = r + 1u) {
-        for (var k = 0u; k < 8u; k = k + 1u) {
-            atomicStore(&masks[lid * 8u + k], 0u);
-        }
-        workgroupBarrier();
         let i = block * BLOCK + r * 256u + lid;
-        let d = digit_of(i);
-        if d != NONE {
+        // The key read once: its digit, and the two words it moves.
+        var hi = 0u;
+        var lo = 0u;
+        var d = NONE;
+        if i < m {
+            hi = key_hi[i];
+            lo = key_lo[i];
+            d = digit(hi, lo);
             atomicOr(&masks[d * 8u + word], bit);
         }
         workgroupBarrier();
+        // Read only (masks and starts): each entry's place, and how many of digit `lid` this round has.
         if d != NONE {
             var to = next[d];
             for (var k = 0u; k < word; k = k + 1u) {
                 to = to + countOneBits(atomicLoad(&masks[d * 8u + k]));
             }
             to = to + countOneBits(atomicLoad(&masks[d * 8u + word]) & (bit - 1u));
-            out_hi[to] = key_hi[i];
-            out_lo[to] = key_lo[i];
+            out_hi[to] = hi;
+            out_lo[to] = lo;
             var payload = i;
             if params.first == 0u {
                 payload = ids[i];
@@ -134,13 +179,18 @@ fn scatter(
                 out_ids[to] = payload;
             }
         }
-        workgroupBarrier();
-        // This round's entries of digit `lid` are placed: move its start past them.
         var placed = 0u;
         for (var k = 0u; k < 8u; k = k + 1u) {
             placed = placed + countOneBits(atomicLoad(&masks[lid * 8u + k]));
         }
+        workgroupBarrier();
+        // Write only: move digit `lid`'s start past this round's entries, and clear the mask word this
+        // entry set (a word set by several entries is cleared by each; every set word is cleared, so
+        // the masks are all zero again for the next round).
         next[lid] = next[lid] + placed;
+        if d != NONE {
+            atomicStore(&masks[d * 8u + word], 0u);
+        }
         workgroupBarrier();
     }
 }

@@ -1,5 +1,5 @@
 // The resident trainer's per-step bookkeeping (see `resident.rs`): drawing the step's view, the camera
-// blocks and target image of that view, the padding of the capacity-sized intersection list, and the step
+// blocks and target image of that view, the capacity check of the intersection list, and the step
 // status that halts a block without changing anything (the gradients are checked by `project_bwd.wgsl`).
 //
 // status: [0] the step (1-based within the submission) that halted it, 0 while running; [1] why: 1 the
@@ -118,17 +118,6 @@ fn check_overflow() {
         atomicStore(&status[3], total);
         atomicStore(&status[0], params.a.x + 1u);
     }
-}
-
-// Entries past the step's intersections sort after every real one and belong to no tile.
-@compute @workgroup_size(256)
-fn fill_padding(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = index(gid, nwg);
-    if i >= params.a.y {
-        return;
-    }
-    key_tile[i] = params.b.w;
-    key_depth[i] = 0xffffffffu;
 }
 
 // One invocation: a non-finite step halts the block (the host records it as skipped and goes on).
