@@ -281,7 +281,7 @@ fn gpu_bench_reports_the_counters() {
         serde_json::from_slice(&std::fs::read(dir.path().join(p)).unwrap()).unwrap()
     };
     let gpu = read("gpu.json");
-    // 64 x 48 pixels: 4 x 3 = 12 tiles and the padding tile need 4 bits; 36 key bits, 5 passes.
+    // 64 x 48 pixels: 4 x 3 = 12 tiles need 4 bits; 36 key bits, 5 passes.
     assert_eq!(gpu["sort_passes_per_step"], 5.0, "{gpu}");
     for key in [
         "dispatches_per_step",

@@ -221,33 +221,20 @@ impl GpuSort {
         ];
         let b = [0, 1, 2].map(|_| ctx.storage("sorted", n as u64 * 4));
         let positions = ctx.storage_from("inverse", &vec![u32::MAX; n]);
-        let plan = SortPlan::new(ctx, n as u32);
-        let mut enc = ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("sort"),
-            });
-        let inv = Inverse {
-            emitted: &emitted,
-            inverse: &positions,
-        };
         let with = SortWith {
-            inverse: inverse.then_some(inv),
+            inverse: inverse.then_some(Inverse {
+                emitted: &emitted,
+                inverse: &positions,
+            }),
             live: None,
         };
-        let in_b = self.record(ctx, &mut enc, &plan, n as u32, key_bits, &a, &b, &with);
-        ctx.submit(enc);
-        let out = if in_b { &b } else { &a };
-        Ok([
-            ctx.read(&out[0], n)?,
-            ctx.read(&out[1], n)?,
-            ctx.read(&out[2], n)?,
-            if inverse {
-                ctx.read(&positions, n)?
-            } else {
-                Vec::new()
-            },
-        ])
+        let [hi, lo, ids] = self.run(ctx, n, &a, &b, key_bits, &with)?;
+        let positions = if inverse {
+            ctx.read(&positions, n)?
+        } else {
+            Vec::new()
+        };
+        Ok([hi, lo, ids, positions])
     }
 
     /// Sorts the first `live` of the `(hi, lo, payload)` entries, with `live` read from a device buffer
@@ -269,12 +256,6 @@ impl GpuSort {
         let b = [0, 1, 2].map(|_| ctx.storage_from("sorted", &poison));
         // The count sits past a word of something else, as the intersections do in a scan.
         let count = ctx.storage_from("live count", &[7, live]);
-        let plan = SortPlan::new(ctx, n as u32);
-        let mut enc = ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("sort (live count)"),
-            });
         let with = SortWith {
             inverse: None,
             live: Some(LiveCount {
@@ -282,9 +263,29 @@ impl GpuSort {
                 index: 1,
             }),
         };
-        let in_b = self.record(ctx, &mut enc, &plan, n as u32, key_bits, &a, &b, &with);
+        self.run(ctx, n, &a, &b, key_bits, &with)
+    }
+
+    /// Records, submits and reads back a sort of `n` entries (the tests' helpers; buffers of at least
+    /// 16 bytes may hold fewer).
+    fn run(
+        &self,
+        ctx: &GpuContext,
+        n: usize,
+        a: &[wgpu::Buffer; 3],
+        b: &[wgpu::Buffer; 3],
+        key_bits: u32,
+        with: &SortWith<'_>,
+    ) -> Result<[Vec<u32>; 3], crate::GpuError> {
+        let plan = SortPlan::new(ctx, n as u32);
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("sort"),
+            });
+        let in_b = self.record(ctx, &mut enc, &plan, n as u32, key_bits, a, b, with);
         ctx.submit(enc);
-        let out = if in_b { &b } else { &a };
+        let out = if in_b { b } else { a };
         Ok([
             ctx.read(&out[0], n)?,
             ctx.read(&out[1], n)?,
