@@ -83,7 +83,7 @@ if "$B/splat" train --help 2>/dev/null | grep -q -- --time-budget; then
   preset lego-bal 120 "$D/lego"
   preset lego-orig 150 "$D/lego" --preset original --iters 7000
 fi
-# Before (splat-old, the commit before issue 21) and after, alternating, same commands. The JSON of
+# Before (splat-old: device-pack.sh's OLD_REV, 39c4759 by default) and after, alternating, same commands. The JSON of
 # the new binary carries the counters, the device time per stage and the measured device peaks.
 bench() { # bench NAME DATA_ARGS...
   local name=$1; shift
@@ -102,6 +102,18 @@ for bin in splat splat-old; do
   P=""; "$B/$bin" train --help 2>/dev/null | grep -q -- --preset && P="--preset original"
   step "fern-7k-$bin" 120 "$B/$bin" train "$D/fern" --images images_8 $P --eval --iters 7000 --backend gpu -o "/tmp/fern-7k-$bin"
   cp "/tmp/fern-7k-$bin/metrics.json" "$R/fern-7k-$bin-metrics.json" 2>/dev/null
+done
+# Issue 41: a trained scene evaluated on the GPU and on the CPU must agree (its Gaussians under
+# alpha_min once made the GPU's per-stage lists wrong).
+for be in gpu cpu; do
+  TAIL=4 step "fern-7k-eval-$be" 60 "$B/splat" eval /tmp/fern-7k-splat --backend $be
+done
+# Issue 41: 1 M Gaussians at lego 200 x 200, the lavapipe benchmark's case.
+step scale-1m-scene 30 "$B/splat" builtin-scene --gaussians 1000000 -o /tmp/s1m.ply
+for bin in splat-old splat; do
+  [ -x "$B/$bin" ] || continue
+  step "scale-1m-$bin" 60 "$B/$bin" bench "$D/lego" --downscale 4 --scene /tmp/s1m.ply --sh-degree 3 \
+    --backend gpu --steps 10 --warmup 3 --json "$R/scale-1m-$bin.json"
 done
 # Scale: 10 million Gaussians (the built-in scene, SH 3) trained resident on lego's views.
 step scale-10m-scene 60 "$B/splat" builtin-scene --gaussians 10000000 -o /tmp/s10m.ply

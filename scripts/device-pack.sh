@@ -5,13 +5,14 @@
 #     executables and the CLI's GPU training test), fern (images_8, images_4) and 20 lego training views.
 #   PACK=lego100: splat only, fern images_8 and all 100 lego training views (the issue's lego run; does
 #     not fit beside fern images_4 and the tests).
-# Both also pack `splat-old`, the binary of OLD_REV (default e23bce2, before issue 21's first change),
+# Both also pack `splat-old`, the binary of OLD_REV (default 39c4759, issue 41's baseline; e23bce2 was
+# issue 21's),
 # so one device run gives the before and after of the same commands (OLD_REV=none: no old binary).
 # Usage: [PACK=..] [OLD_REV=..] scripts/device-pack.sh [DATA_DIR]   (DATA_DIR default ../shared/data)
 set -euo pipefail
 DATA=${1:-../shared/data}
 PACK=${PACK:-main}
-OLD_REV=${OLD_REV:-e23bce2}
+OLD_REV=${OLD_REV:-39c4759}
 cargo build --release --bins --examples
 rm -rf .dev && mkdir -p .dev/stage/bin .dev/data/fern .dev/data/lego/train
 cp target/release/splat .dev/stage/bin/
