@@ -124,13 +124,11 @@ impl<F: Real> Projected<F> {
     pub fn tiles(&self, i: usize) -> impl Iterator<Item = (u32, u32)> + '_ {
         let rect = self.tile_rects[i];
         let footprint = (self.radii[i] > 0 && !rect.is_empty()).then(|| self.footprint(i));
-        let ys = if footprint.is_some() {
-            rect.y0..rect.y1
-        } else {
-            0..0
-        };
-        ys.flat_map(move |ty| (rect.x0..rect.x1).map(move |tx| (tx, ty)))
-            .filter(move |&(tx, ty)| footprint.is_some_and(|f| f.reaches(tx, ty)))
+        footprint.into_iter().flat_map(move |f| {
+            (rect.y0..rect.y1)
+                .flat_map(move |ty| (rect.x0..rect.x1).map(move |tx| (tx, ty)))
+                .filter(move |&(tx, ty)| f.reaches(tx, ty))
+        })
     }
 
     /// All arrays as one splittable range.
