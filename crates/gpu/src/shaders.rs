@@ -86,3 +86,22 @@ pub const ALL: &[(&str, &str)] = &[
     ("densify_edit.wgsl", DENSIFY_EDIT),
     ("peak.wgsl", PEAK),
 ];
+
+#[cfg(test)]
+mod tests {
+    use splat_core::{sh_coeffs_for_degree, MAX_SH_DEGREE};
+
+    /// The bounds of `common_camera.wgsl`'s SH loops are the largest SH degree's counts: smaller ones
+    /// would drop coefficients, larger ones would only unroll dead code.
+    #[test]
+    fn the_sh_loop_bounds_are_the_largest_degree() {
+        let coeffs = sh_coeffs_for_degree(MAX_SH_DEGREE);
+        let source = include_str!("shaders/common_camera.wgsl");
+        for line in [
+            format!("const SH_COEFFS_MAX: u32 = {coeffs}u;"),
+            format!("const SH_REST_MAX: u32 = {}u;", 3 * (coeffs - 1)),
+        ] {
+            assert!(source.contains(&line), "common_camera.wgsl lacks `{line}`");
+        }
+    }
+}

@@ -127,6 +127,13 @@ fn fisheye_backward(p: vec3<f32>, rad: vec4<f32>, g_uv: vec2<f32>, g_j0: vec3<f3
     return gp;
 }
 
+// The most SH coefficients a colour channel has (degree 3) and stored floats past the DC term. Loops
+// over coefficients run to these constants with a guard on the camera's counts, not to the counts
+// themselves: with constant bounds the compiler unrolls them and every index into a private array
+// (`sh_basis`'s, the gradients') is a constant, so those arrays stay in registers instead of being
+// indexed memory (on lavapipe the check and the fused Adam took 2x as long).
+const SH_COEFFS_MAX: u32 = 16u;
+const SH_REST_MAX: u32 = 45u;
 const SH_C0: f32 = 0.28209479177387814;
 const SH_C1: f32 = 0.4886025119029199;
 const SH_C2 = array<f32, 5>(1.0925484305920792, -1.0925484305920792, 0.31539156525252005, -1.0925484305920792, 0.5462742152960396);

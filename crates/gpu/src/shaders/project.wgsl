@@ -170,8 +170,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     var flags = 0u;
     for (var ch = 0u; ch < 3u; ch++) {
         var col = 0.5 + basis[0] * sh_dc[3u * i + ch];
-        for (var k = 1u; k < coeffs; k++) {
-            col += basis[k] * sh_rest[i * rest + (k - 1u) * 3u + ch];
+        for (var k = 1u; k < SH_COEFFS_MAX; k++) {
+            if k < coeffs {
+                col += basis[k] * sh_rest[i * rest + (k - 1u) * 3u + ch];
+            }
         }
         if col < 0.0 {
             flags |= 1u << ch;

@@ -116,7 +116,7 @@ fn index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
 // Gaussian i's gradients into `pg` (zeros where it was not visible).
 fn parameter_gradients(i: u32) {
     let rest = cam.counts.z;
-    for (var k = 0u; k < 14u + rest; k++) {
+    for (var k = 0u; k < 14u + SH_REST_MAX; k++) {
         pg[k] = 0.0;
     }
     if radii[i] == 0u {
@@ -290,10 +290,12 @@ fn parameter_gradients(i: u32) {
     for (var ch = 0u; ch < 3u; ch++) {
         pg[11u + ch] = b[0] * gc[ch];
         gb[0] += sh_dc[3u * i + ch] * gc[ch];
-        for (var k = 1u; k < coeffs; k++) {
-            let at = (k - 1u) * 3u + ch;
-            pg[14u + at] = b[k] * gc[ch];
-            gb[k] += sh_rest[i * rest + at] * gc[ch];
+        for (var k = 1u; k < SH_COEFFS_MAX; k++) {
+            if k < coeffs {
+                let at = (k - 1u) * 3u + ch;
+                pg[14u + at] = b[k] * gc[ch];
+                gb[k] += sh_rest[i * rest + at] * gc[ch];
+            }
         }
     }
     if coeffs > 1u {
@@ -349,8 +351,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             out[i * stride + params + k] = pc[k];
         }
     }
-    for (var k = 0u; k < params; k++) {
-        out[i * stride + k] = pg[k];
+    for (var k = 0u; k < 14u + SH_REST_MAX; k++) {
+        if k < params {
+            out[i * stride + k] = pg[k];
+        }
     }
 }
 
@@ -366,7 +370,8 @@ fn check(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     var ok = true;
     if i < cam.counts.x {
         parameter_gradients(i);
-        for (var k = 0u; k < 14u + cam.counts.z; k++) {
+        // Past the stored floats `pg` holds zeros.
+        for (var k = 0u; k < 14u + SH_REST_MAX; k++) {
             ok = ok && finite(pg[k]);
         }
     }
@@ -431,12 +436,14 @@ fn apply(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     }
     let rest = cam.counts.z;
     if updates(2u) {
-        for (var c = 0u; c < rest; c++) {
-            let j = rest * i + c;
-            let r = adam(2u, pg[14u + c], m_sh_rest[j], v_sh_rest[j], sh_rest[j]);
-            m_sh_rest[j] = r.x;
-            v_sh_rest[j] = r.y;
-            sh_rest[j] = r.z;
+        for (var c = 0u; c < SH_REST_MAX; c++) {
+            if c < rest {
+                let j = rest * i + c;
+                let r = adam(2u, pg[14u + c], m_sh_rest[j], v_sh_rest[j], sh_rest[j]);
+                m_sh_rest[j] = r.x;
+                v_sh_rest[j] = r.y;
+                sh_rest[j] = r.z;
+            }
         }
     }
     if updates(3u) {
