@@ -30,11 +30,11 @@ override WAVE: u32 = 32u;
 override CHUNK: u32 = 1u;
 
 // Per pixel: the colour blended behind the current entry (xyz) and the transmittance in front of it (w);
-// the image gradient; the contributor count (its own array: a count's bits as a float are a denormal,
-// which a device may flush to zero).
+// the image gradient's bits (xyz) and the contributor count (w), one word array read once per entry and
+// pixel (a count's bits held as a float would be a denormal, which a device may flush to zero; a float's
+// bits held as a u32 are kept).
 var<workgroup> px_state: array<vec4<f32>, 256>;
-var<workgroup> px_grad: array<vec3<f32>, 256>;
-var<workgroup> px_n: array<u32, 256>;
+var<workgroup> px_input: array<vec4<u32>, 256>;
 var<workgroup> max_n: atomic<u32>;
 
 // The projected Gaussian an invocation owns.
@@ -73,8 +73,7 @@ fn load_pixels(wid: vec3<u32>, li: u32) -> u32 {
             g = vec3<f32>(grad_image[3u * p], grad_image[3u * p + 1u], grad_image[3u * p + 2u]);
         }
         px_state[q] = vec4<f32>(params.bg.xyz * t, t);
-        px_grad[q] = g;
-        px_n[q] = n;
+        px_input[q] = vec4<u32>(bitcast<vec3<u32>>(g), n);
         most = max(most, n);
     }
     atomicMax(&max_n, most);
@@ -84,10 +83,11 @@ fn load_pixels(wid: vec3<u32>, li: u32) -> u32 {
 // Entry `k` (Gaussian `s`) at pixel `q` of the tile at `origin`: updates the pixel's state when the entry
 // was blended there and adds its contributions to `acc`.
 fn pixel(s: Splat, k: u32, q: u32, origin: vec2<u32>, acc: ptr<function, array<f32, 9>>) {
-    if k >= px_n[q] {
+    let input = px_input[q];
+    if k >= input.w {
         return;
     }
-    let gp = px_grad[q];
+    let gp = bitcast<vec3<f32>>(input.xyz);
     let pix = vec2<f32>(f32(origin.x + q % 16u) + 0.5, f32(origin.y + q / 16u) + 0.5);
     let d = s.mean - pix;
     let c = s.conic;
