@@ -6,9 +6,11 @@
 //   `scatter`:   each block places its entries at that start plus their rank among the block's earlier
 //                entries of the same digit.
 // The rank needs no subgroup operations: per round of 256 entries every thread sets its bit in a 256-bit
-// mask of its digit (8 words, atomicOr), and its rank is the population count of the mask below its bit
-// plus the digit's count from the block's earlier rounds. Each entry then clears the word it set (one
-// store an entry, not 8 a thread: a software device runs every workgroup atomic lane by lane). Every count is exact, so the order is the
+// mask of its digit (8 words, atomicOr), and its place is the digit's next slot in the block plus the
+// population count of the mask below its bit. The round's last entry of a digit (no bit above its own)
+// then moves that digit's next slot past itself, and each entry clears the word it set: per entry one
+// read of the digit's 8 words and one store, never a thread's loop over a digit's words (a software
+// device runs every workgroup atomic lane by lane). Every count is exact, so the order is the
 // same on every device: ascending key, ties in input order. Digits never straddle the two words (the
 // host makes passes of 8 bits from bit 0; 8 divides 32).
 //
@@ -159,13 +161,26 @@ fn scatter(
             atomicOr(&masks[d * 8u + word], bit);
         }
         workgroupBarrier();
-        // Read only (masks and starts): each entry's place, and how many of digit `lid` this round has.
+        // Read only (masks and starts): each entry's place (the digit's start plus the round's entries
+        // of that digit before it), and whether it is the round's last of its digit (no later one).
+        var to = 0u;
+        var last = false;
         if d != NONE {
-            var to = next[d];
-            for (var k = 0u; k < word; k = k + 1u) {
-                to = to + countOneBits(atomicLoad(&masks[d * 8u + k]));
+            var below = 0u;
+            var later = 0u;
+            for (var k = 0u; k < 8u; k = k + 1u) {
+                let w = atomicLoad(&masks[d * 8u + k]);
+                if k < word {
+                    below += countOneBits(w);
+                } else if k == word {
+                    below += countOneBits(w & (bit - 1u));
+                    later |= w & ~(bit | (bit - 1u));
+                } else {
+                    later |= w;
+                }
             }
-            to = to + countOneBits(atomicLoad(&masks[d * 8u + word]) & (bit - 1u));
+            to = next[d] + below;
+            last = later == 0u;
             out_hi[to] = hi;
             out_lo[to] = lo;
             var payload = i;
@@ -179,16 +194,14 @@ fn scatter(
                 out_ids[to] = payload;
             }
         }
-        var placed = 0u;
-        for (var k = 0u; k < 8u; k = k + 1u) {
-            placed = placed + countOneBits(atomicLoad(&masks[lid * 8u + k]));
-        }
         workgroupBarrier();
-        // Write only: move digit `lid`'s start past this round's entries, and clear the mask word this
-        // entry set (a word set by several entries is cleared by each; every set word is cleared, so
-        // the masks are all zero again for the next round).
-        next[lid] = next[lid] + placed;
+        // Write only: the round's last entry of each digit moves the digit's start past itself, and each
+        // entry clears the mask word it set (a word set by several entries is cleared by each; every
+        // set word is cleared, so the masks are all zero again for the next round).
         if d != NONE {
+            if last {
+                next[d] = to + 1u;
+            }
             atomicStore(&masks[d * 8u + word], 0u);
         }
         workgroupBarrier();
