@@ -269,6 +269,20 @@ impl GpuContext {
         })
     }
 
+    /// A buffer of `triples` indirect dispatch arguments, 16 bytes apart (x, y, z and a spare word),
+    /// written by a kernel and read by `dispatch_workgroups_indirect`.
+    pub fn indirect_args(&self, label: &str, triples: u64) -> wgpu::Buffer {
+        self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: 16 * triples.max(1),
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::INDIRECT
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    }
+
     /// Finishes `enc` and submits it (counted).
     pub fn submit(&self, enc: wgpu::CommandEncoder) {
         self.submit_buffer(enc.finish());

@@ -16,6 +16,14 @@ pub trait Recorder {
         bind: &wgpu::BindGroup,
         groups: (u32, u32, u32),
     );
+    /// A pass whose workgroup counts a previous dispatch wrote into `args` at `offset` (x, y, z).
+    fn pass_indirect(
+        &mut self,
+        pipeline: &wgpu::ComputePipeline,
+        bind: &wgpu::BindGroup,
+        args: &wgpu::Buffer,
+        offset: u64,
+    );
     fn copy(
         &mut self,
         src: &wgpu::Buffer,
@@ -51,6 +59,21 @@ impl Recorder for wgpu::CommandEncoder {
         pass.set_bind_group(0, bind, &[]);
         pass.dispatch_workgroups(groups.0, groups.1, groups.2);
     }
+    fn pass_indirect(
+        &mut self,
+        pipeline: &wgpu::ComputePipeline,
+        bind: &wgpu::BindGroup,
+        args: &wgpu::Buffer,
+        offset: u64,
+    ) {
+        let mut pass = self.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: None,
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, bind, &[]);
+        pass.dispatch_workgroups_indirect(args, offset);
+    }
     fn copy(
         &mut self,
         src: &wgpu::Buffer,
@@ -69,13 +92,21 @@ impl Recorder for wgpu::CommandEncoder {
     }
 }
 
+/// The workgroups of a recorded pass: counts known when recording, or read by the device from an
+/// argument buffer at an offset (written by an earlier dispatch).
+#[derive(Clone, Debug)]
+pub enum Groups {
+    Direct(u32, u32, u32),
+    Indirect(wgpu::Buffer, u64),
+}
+
 /// A recorded operation (see [`Recorder`]).
 #[derive(Clone, Debug)]
 pub enum Op {
     Pass {
         pipeline: wgpu::ComputePipeline,
         bind: wgpu::BindGroup,
-        groups: (u32, u32, u32),
+        groups: Groups,
     },
     Copy {
         src: wgpu::Buffer,
@@ -99,7 +130,20 @@ impl Recorder for Vec<Op> {
         self.push(Op::Pass {
             pipeline: pipeline.clone(),
             bind: bind.clone(),
-            groups,
+            groups: Groups::Direct(groups.0, groups.1, groups.2),
+        });
+    }
+    fn pass_indirect(
+        &mut self,
+        pipeline: &wgpu::ComputePipeline,
+        bind: &wgpu::BindGroup,
+        args: &wgpu::Buffer,
+        offset: u64,
+    ) {
+        self.push(Op::Pass {
+            pipeline: pipeline.clone(),
+            bind: bind.clone(),
+            groups: Groups::Indirect(args.clone(), offset),
         });
     }
     fn copy(
@@ -185,7 +229,12 @@ fn replay_from(
                     } => {
                         pass.set_pipeline(pipeline);
                         pass.set_bind_group(0, bind, &[]);
-                        pass.dispatch_workgroups(groups.0, groups.1, groups.2);
+                        match groups {
+                            Groups::Direct(x, y, z) => pass.dispatch_workgroups(*x, *y, *z),
+                            Groups::Indirect(args, offset) => {
+                                pass.dispatch_workgroups_indirect(args, *offset)
+                            }
+                        }
                     }
                     Op::Stage(id) => *stage = *id,
                     _ => unreachable!("runs hold passes and stage marks"),
@@ -258,6 +307,30 @@ impl Kernel {
         let (x, y) = ctx.dispatch_size(groups);
         record_pass(ctx, enc, &self.pipeline, params, buffers, (x, y, 1));
     }
+
+    /// [`Kernel::dispatch_bytes`] with the workgroup counts read from `args` at `offset` when the pass
+    /// runs (see `shaders/dispatch_args.wgsl`).
+    pub fn dispatch_indirect(
+        &self,
+        ctx: &GpuContext,
+        enc: &mut dyn Recorder,
+        params: &[u8],
+        buffers: &[(u32, &wgpu::Buffer)],
+        (args, offset): (&wgpu::Buffer, u64),
+    ) {
+        let bind = bind_group(ctx, &self.pipeline, params, whole(buffers));
+        if !enc.is_template() {
+            ctx.counters.add_dispatches(1);
+        }
+        enc.pass_indirect(&self.pipeline, &bind, args, offset);
+    }
+}
+
+fn whole<'a>(buffers: &[(u32, &'a wgpu::Buffer)]) -> Vec<(u32, wgpu::BindingResource<'a>)> {
+    buffers
+        .iter()
+        .map(|&(binding, b)| (binding, b.as_entire_binding()))
+        .collect()
 }
 
 /// Records one pass of `pipeline`: `params` as a new uniform at binding 0, whole `(binding, buffer)`
@@ -270,11 +343,7 @@ pub fn record_pass(
     buffers: &[(u32, &wgpu::Buffer)],
     groups: (u32, u32, u32),
 ) {
-    let bindings: Vec<(u32, wgpu::BindingResource)> = buffers
-        .iter()
-        .map(|&(binding, b)| (binding, b.as_entire_binding()))
-        .collect();
-    record_pass_with(ctx, enc, pipeline, params, bindings, groups);
+    record_pass_with(ctx, enc, pipeline, params, whole(buffers), groups);
 }
 
 /// [`record_pass`] with any binding resources (e.g. sub-ranges of buffers).
@@ -286,6 +355,17 @@ pub fn record_pass_with(
     bindings: Vec<(u32, wgpu::BindingResource)>,
     groups: (u32, u32, u32),
 ) {
+    let bind = bind_group(ctx, pipeline, params, bindings);
+    record_bound(ctx, enc, pipeline, &bind, groups);
+}
+
+/// `params` as a new uniform at binding 0 and `bindings` in one bind group of `pipeline`'s layout.
+fn bind_group(
+    ctx: &GpuContext,
+    pipeline: &wgpu::ComputePipeline,
+    params: &[u8],
+    bindings: Vec<(u32, wgpu::BindingResource)>,
+) -> wgpu::BindGroup {
     let uniform = ctx
         .device
         .create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -302,12 +382,11 @@ pub fn record_pass_with(
             .into_iter()
             .map(|(binding, resource)| wgpu::BindGroupEntry { binding, resource }),
     );
-    let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+    ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: None,
         layout: &pipeline.get_bind_group_layout(0),
         entries: &entries,
-    });
-    record_bound(ctx, enc, pipeline, &bind, groups);
+    })
 }
 
 /// Records one pass of `pipeline` with a made bind group (every dispatch goes through here: it counts).

@@ -50,6 +50,7 @@ pub const TILE_COUNT: &str = include_str!("shaders/tile_count.wgsl");
 pub const PREFIX_SUM: &str = include_str!("shaders/prefix_sum.wgsl");
 pub const RADIX_SORT: &str = include_str!("shaders/radix_sort.wgsl");
 pub const TILE_RANGES: &str = include_str!("shaders/tile_ranges.wgsl");
+pub const DISPATCH_ARGS: &str = include_str!("shaders/dispatch_args.wgsl");
 pub const RASTERIZE_FWD: &str = with_raster!("rasterize_fwd.wgsl");
 pub const RASTERIZE_BWD: &str =
     with_raster_bwd!("rasterize_bwd_records.wgsl", "rasterize_bwd_plain.wgsl");
@@ -73,6 +74,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("prefix_sum.wgsl", PREFIX_SUM),
     ("radix_sort.wgsl", RADIX_SORT),
     ("tile_ranges.wgsl", TILE_RANGES),
+    ("dispatch_args.wgsl", DISPATCH_ARGS),
     ("rasterize_fwd.wgsl", RASTERIZE_FWD),
     ("rasterize_bwd.wgsl", RASTERIZE_BWD),
     ("rasterize_bwd_records.wgsl", RASTERIZE_BWD),

@@ -9,10 +9,13 @@
 //! (`tests/sort_parity.rs`). A sort *with an inverse* ([`Inverse`]) also writes where each input entry
 //! went, in its last pass: the resident rasterize backward finds a Gaussian's entries through it. A sort
 //! with a *live count* ([`LiveCount`]) sorts only as many entries as a device buffer says (the resident
-//! step's intersections, in a list sized by capacity), with no padding to sort and no read-back.
+//! step's intersections, in a list sized by capacity), with no padding to sort and no read-back: its
+//! first dispatch turns the count into indirect dispatch arguments (`shaders/dispatch_args.wgsl`), so
+//! the histograms and scatters launch only the blocks that hold entries, and the plan keeps a second
+//! triple (workgroups of 256 over the live entries) for the caller's passes over the sorted list.
 
 use crate::context::GpuContext;
-use crate::kernel::{Kernel, Recorder};
+use crate::kernel::{Kernel, Recorder, WORKGROUP};
 use crate::scan::{GpuScan, ScanPlan};
 
 /// Key bits per pass (a digit of 256 values).
@@ -24,6 +27,7 @@ const RADIX: u32 = 1 << RADIX_BITS;
 pub struct GpuSort {
     histogram: Kernel,
     scatter: Kernel,
+    dispatch_args: Kernel,
     scan: GpuScan,
     /// Bound at `emitted`, `inverse` and `live` by a sort without them (one written, two read).
     placeholders: [wgpu::Buffer; 3],
@@ -58,12 +62,20 @@ pub struct SortPlan {
     capacity: u32,
     offsets: wgpu::Buffer,
     scan: ScanPlan,
+    /// A live sort's indirect arguments: its blocks (byte 0) and workgroups of 256 entries (byte 16).
+    args: wgpu::Buffer,
 }
 
 impl SortPlan {
     /// Device bytes of the plan's buffers.
     pub fn bytes(&self) -> u64 {
-        self.offsets.size() + self.scan.bytes()
+        self.offsets.size() + self.scan.bytes() + self.args.size()
+    }
+
+    /// After a sort with a live count is recorded: the indirect arguments of one invocation per live
+    /// entry in workgroups of 256 (for passes over the sorted entries, such as the tile ranges).
+    pub fn live_entry_groups(&self) -> (&wgpu::Buffer, u64) {
+        (&self.args, 16)
     }
 
     pub fn new(ctx: &GpuContext, capacity: u32) -> Self {
@@ -72,6 +84,7 @@ impl SortPlan {
             capacity,
             offsets: ctx.storage("radix offsets", entries as u64 * 4),
             scan: ScanPlan::new(ctx, entries),
+            args: ctx.indirect_args("sort dispatch args", 2),
         }
     }
 }
@@ -108,6 +121,11 @@ impl GpuSort {
         GpuSort {
             histogram: Kernel::new(ctx, &m, "radix histogram", "histogram"),
             scatter: Kernel::new(ctx, &m, "radix scatter", "scatter"),
+            dispatch_args: {
+                let m =
+                    crate::kernel::module(ctx, "dispatch_args.wgsl", crate::shaders::DISPATCH_ARGS);
+                Kernel::new(ctx, &m, "dispatch args", "main")
+            },
             scan: GpuScan::new(ctx),
             placeholders: [
                 ctx.storage("no emitted", 16),
@@ -148,6 +166,9 @@ impl GpuSort {
             inverse.map_or((no_emitted, no_inverse), |i| (i.emitted, i.inverse));
         let (live, live_at) = with.live.map_or((no_live, 0), |l| (l.buffer, l.index + 1));
         let last = passes(key_bits) - 1;
+        if with.live.is_some() {
+            self.record_args(ctx, enc, plan, n, live, live_at);
+        }
         for pass in 0..=last {
             let shift = pass * RADIX_BITS;
             let bits = RADIX_BITS.min(key_bits - shift);
@@ -163,36 +184,63 @@ impl GpuSort {
                 0,
             ];
             let params: &[u8] = bytemuck::cast_slice(&params);
-            self.histogram.dispatch_bytes(
-                ctx,
-                enc,
-                params,
-                &[(1, &src[0]), (2, &src[1]), (4, &plan.offsets), (10, live)],
-                blocks,
-            );
+            let histogram = [(1, &src[0]), (2, &src[1]), (4, &plan.offsets), (10, live)];
+            if with.live.is_some() {
+                // Blocks past the count are not launched: their digit counts must read zero.
+                enc.clear(&plan.offsets);
+                let args = (&plan.args, 0);
+                self.histogram
+                    .dispatch_indirect(ctx, enc, params, &histogram, args);
+            } else {
+                self.histogram
+                    .dispatch_bytes(ctx, enc, params, &histogram, blocks);
+            }
             self.scan
                 .record_planned(ctx, enc, &plan.offsets, &plan.scan, RADIX * blocks);
-            self.scatter.dispatch_bytes(
-                ctx,
-                enc,
-                params,
-                &[
-                    (1, &src[0]),
-                    (2, &src[1]),
-                    (3, &src[2]),
-                    (4, &plan.offsets),
-                    (5, &dst[0]),
-                    (6, &dst[1]),
-                    (7, &dst[2]),
-                    (8, emitted),
-                    (9, written),
-                    (10, live),
-                ],
-                blocks,
-            );
+            let scatter = [
+                (1, &src[0]),
+                (2, &src[1]),
+                (3, &src[2]),
+                (4, &plan.offsets),
+                (5, &dst[0]),
+                (6, &dst[1]),
+                (7, &dst[2]),
+                (8, emitted),
+                (9, written),
+                (10, live),
+            ];
+            if with.live.is_some() {
+                let args = (&plan.args, 0);
+                self.scatter
+                    .dispatch_indirect(ctx, enc, params, &scatter, args);
+            } else {
+                self.scatter
+                    .dispatch_bytes(ctx, enc, params, &scatter, blocks);
+            }
             std::mem::swap(&mut src, &mut dst);
         }
         passes(key_bits) % 2 == 1
+    }
+
+    /// Records the indirect arguments of a sort of the first `min(live[live_at - 1], n)` entries.
+    fn record_args(
+        &self,
+        ctx: &GpuContext,
+        enc: &mut dyn Recorder,
+        plan: &SortPlan,
+        n: u32,
+        live: &wgpu::Buffer,
+        live_at: u32,
+    ) {
+        let max_dim = ctx.limits.max_compute_workgroups_per_dimension.max(1);
+        let params = [n, live_at, BLOCK, WORKGROUP, max_dim, 0, 0, 0];
+        self.dispatch_args.dispatch_bytes(
+            ctx,
+            enc,
+            bytemuck::cast_slice(&params),
+            &[(1, live), (2, &plan.args)],
+            1,
+        );
     }
 
     /// Sorts `(hi, lo, payload)` entries on the device and reads them back (for tests): the sorted
@@ -264,6 +312,29 @@ impl GpuSort {
             }),
         };
         self.run(ctx, n, &a, &b, key_bits, &with)
+    }
+
+    /// The indirect arguments a sort of `n` entries with `live` of them live launches with (for tests):
+    /// its blocks' (x, y, z) and, four words on, those of one invocation per live entry.
+    pub fn live_args(
+        &self,
+        ctx: &GpuContext,
+        n: u32,
+        live: u32,
+    ) -> Result<[u32; 8], crate::GpuError> {
+        let plan = SortPlan::new(ctx, n);
+        let count = ctx.storage_from("live count", &[live]);
+        let poison = ctx.storage_from("poison", &[u32::MAX; 8]);
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("sort args"),
+            });
+        enc.copy_buffer_to_buffer(&poison, 0, &plan.args, 0, 32);
+        self.record_args(ctx, &mut enc, &plan, n, &count, 1);
+        ctx.submit(enc);
+        let words = ctx.read(&plan.args, 8)?;
+        Ok(std::array::from_fn(|k| words[k]))
     }
 
     /// Records, submits and reads back a sort of `n` entries (the tests' helpers; buffers of at least

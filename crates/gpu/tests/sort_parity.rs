@@ -107,6 +107,47 @@ fn sort_with_lowered_dispatch_limit() {
     let sort = GpuSort::new(&ctx);
     // 40 blocks: a 16 x 3 grid of workgroups, 8 past the end.
     check(&ctx, &sort, 7, 40 * BLOCK as usize - 5, 42, 999);
+    // A live count launches its own blocks only, wrapped the same way: 36 of 40 blocks hold entries.
+    let n = 40 * BLOCK as usize;
+    let live = 35 * BLOCK as usize + 3;
+    let (hi, lo) = keys(5, n, 700);
+    let payload: Vec<u32> = (0..n as u32).collect();
+    let [gh, gl, gp] = sort
+        .sort_live(&ctx, &hi, &lo, &payload, 24, live as u32)
+        .expect("GPU sort");
+    let mut order: Vec<usize> = (0..live).collect();
+    order.sort_by_key(|&i| masked(hi[i], lo[i], 24));
+    let head = |v: &[u32]| order.iter().map(|&i| v[i]).collect::<Vec<_>>();
+    assert_eq!(gp[..live], head(&payload)[..], "payloads");
+    assert_eq!((&gh[..live], &gl[..live]), (&head(&hi)[..], &head(&lo)[..]));
+}
+
+#[test]
+fn a_live_sort_launches_only_the_blocks_that_hold_entries() {
+    let Some(ctx) = context(|l| l.max_compute_workgroups_per_dimension = 16) else {
+        return;
+    };
+    let sort = GpuSort::new(&ctx);
+    let n = 40 * BLOCK;
+    // (live, the blocks' x y z, the entry workgroups' x y z): at least one workgroup, counts past the
+    // list's size clamped to it, more than 16 wrapped onto a second dimension.
+    for (live, blocks, entries) in [
+        (0, [1, 1, 1], [1, 1, 1]),
+        (1, [1, 1, 1], [1, 1, 1]),
+        (BLOCK, [1, 1, 1], [4, 1, 1]),
+        (BLOCK + 1, [2, 1, 1], [5, 1, 1]),
+        (16 * BLOCK, [16, 1, 1], [16, 4, 1]),
+        (35 * BLOCK + 3, [16, 3, 1], [16, 9, 1]),
+        (u32::MAX, [16, 3, 1], [16, 10, 1]),
+    ] {
+        let args = sort.live_args(&ctx, n, live).expect("dispatch args");
+        assert_eq!(args[..3], blocks, "blocks of {live} live entries");
+        assert_eq!(
+            args[4..7],
+            entries,
+            "entry workgroups of {live} live entries"
+        );
+    }
 }
 
 #[test]

@@ -251,12 +251,13 @@ impl GpuResident {
         );
         let sorted = if in_b { &list.b } else { &list.a };
         enc.clear(&self.ranges);
-        self.bin.ranges.dispatch(
+        let params = [c, tiles, n + 1, 0];
+        self.bin.ranges.dispatch_indirect(
             ctx,
             enc,
-            [c, tiles, n + 1, 0],
+            bytemuck::cast_slice(&params),
             &[(1, &sorted[0]), (2, &self.ranges), (3, live.buffer)],
-            groups_for(c),
+            list.sort.live_entry_groups(),
         );
         sorted
     }

@@ -20,8 +20,11 @@
 // emitted with). The rasterize backward then finds a Gaussian's entries without a search.
 //
 // With `live_at` set, only the first min(live[live_at - 1], n) entries are sorted (the count a previous
-// dispatch left on the device, say the intersections of a list sized by capacity): blocks past them
-// write zero counts and leave, and the entries past them are neither read nor written.
+// dispatch left on the device, say the intersections of a list sized by capacity). The host then
+// launches only the blocks that hold entries (indirect arguments from `dispatch_args.wgsl`) and clears
+// the digit counts first, so the blocks not launched count zero; a block past them that does run (the
+// one block of an empty sort) writes zero counts and leaves. Entries past the count are neither read
+// nor written.
 
 struct Params {
     n: u32,
