@@ -73,4 +73,5 @@ def main():
           f"{spread:.3f} (max {100 * max(pos) / spread:.2f}%)")
 
 
-main()
+if __name__ == "__main__":
+    main()
