@@ -169,6 +169,14 @@ impl GpuSort {
         if with.live.is_some() {
             self.record_args(ctx, enc, plan, n, live, live_at);
         }
+        // A live sort launches the blocks its count needs (the arguments just recorded), else all.
+        let launch = |kernel: &Kernel, enc: &mut dyn Recorder, params: &[u8], buffers: &[_]| {
+            if with.live.is_some() {
+                kernel.dispatch_indirect(ctx, enc, params, buffers, (&plan.args, 0));
+            } else {
+                kernel.dispatch_bytes(ctx, enc, params, buffers, blocks);
+            }
+        };
         for pass in 0..=last {
             let shift = pass * RADIX_BITS;
             let bits = RADIX_BITS.min(key_bits - shift);
@@ -184,17 +192,12 @@ impl GpuSort {
                 0,
             ];
             let params: &[u8] = bytemuck::cast_slice(&params);
-            let histogram = [(1, &src[0]), (2, &src[1]), (4, &plan.offsets), (10, live)];
             if with.live.is_some() {
                 // Blocks past the count are not launched: their digit counts must read zero.
                 enc.clear(&plan.offsets);
-                let args = (&plan.args, 0);
-                self.histogram
-                    .dispatch_indirect(ctx, enc, params, &histogram, args);
-            } else {
-                self.histogram
-                    .dispatch_bytes(ctx, enc, params, &histogram, blocks);
             }
+            let histogram = [(1, &src[0]), (2, &src[1]), (4, &plan.offsets), (10, live)];
+            launch(&self.histogram, enc, params, &histogram);
             self.scan
                 .record_planned(ctx, enc, &plan.offsets, &plan.scan, RADIX * blocks);
             let scatter = [
@@ -209,14 +212,7 @@ impl GpuSort {
                 (9, written),
                 (10, live),
             ];
-            if with.live.is_some() {
-                let args = (&plan.args, 0);
-                self.scatter
-                    .dispatch_indirect(ctx, enc, params, &scatter, args);
-            } else {
-                self.scatter
-                    .dispatch_bytes(ctx, enc, params, &scatter, blocks);
-            }
+            launch(&self.scatter, enc, params, &scatter);
             std::mem::swap(&mut src, &mut dst);
         }
         passes(key_bits) % 2 == 1
