@@ -9,7 +9,7 @@ struct Params {
     n: u32,
     // 1 + the index in `live` of the count.
     live_at: u32,
-    // Items a workgroup for the first and the second argument triple (0: the second is not written).
+    // Items a workgroup for the first and the second argument triple.
     per_group: vec2<u32>,
     max_dim: u32,
     pad0: u32,
@@ -42,7 +42,5 @@ fn write_args(at: u32, per_group: u32, m: u32) {
 fn main() {
     let m = min(live[params.live_at - 1u], params.n);
     write_args(0u, params.per_group.x, m);
-    if params.per_group.y != 0u {
-        write_args(4u, params.per_group.y, m);
-    }
+    write_args(4u, params.per_group.y, m);
 }
